@@ -1,0 +1,214 @@
+/**
+ * Object operations on resources: get, paginated list, create, merge/JSON patch (of objects
+ * and subresources), replace, delete with preconditions, and opening raw watch streams.
+ *
+ * Every operation goes through {@link HttpClient}, which retries and counts. The higher-level
+ * list+watch loop lives in `watching.ts`; Events in `events.ts`; discovery in `discovery.ts`.
+ * @module
+ */
+
+import type { KubeList, KubeObject } from "../structs/objects.ts";
+import { resourcePath, type Resource } from "../structs/resources.ts";
+import type { HttpClient } from "./http.ts";
+
+/** The resource fields needed to build paths. */
+export type ResourceRef = Pick<Resource, "group" | "version" | "plural" | "namespaced">;
+
+/** Options shared by all calls. */
+export interface CallOptions {
+  /** Namespace of the object(s); ignored for cluster-scoped resources. */
+  readonly namespace?: string | undefined;
+  /** Cancels the call. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Options of {@link KubeApi.list}. */
+export interface ListOptions extends CallOptions {
+  /** Server-side label selector, e.g. `app=x,tier!=db`. */
+  readonly labelSelector?: string | undefined;
+  /** Server-side field selector, e.g. `metadata.name=x`. */
+  readonly fieldSelector?: string | undefined;
+  /** Page size; pages are fetched until the list is complete. @default 500 */
+  readonly limit?: number | undefined;
+}
+
+/** Options of {@link KubeApi.watch}. */
+export interface WatchOptions extends CallOptions {
+  /** Resume from this resourceVersion; `undefined` starts with synthetic ADDED events. */
+  readonly resourceVersion?: string | undefined;
+  /** Server-side label selector. */
+  readonly labelSelector?: string | undefined;
+  /** Server-side field selector. */
+  readonly fieldSelector?: string | undefined;
+  /** Ask the server for BOOKMARK events. @default true */
+  readonly allowBookmarks?: boolean | undefined;
+  /** Server closes the stream after this many seconds. */
+  readonly timeoutSeconds?: number | undefined;
+}
+
+/** The patch flavours the API server accepts. */
+export type PatchType = "merge" | "json" | "strategic";
+
+const PATCH_CONTENT: Readonly<Record<PatchType, string>> = {
+  merge: "application/merge-patch+json",
+  json: "application/json-patch+json",
+  strategic: "application/strategic-merge-patch+json",
+};
+
+/** Options of {@link KubeApi.patch}. */
+export interface PatchOptions extends CallOptions {
+  /** Patch flavour. @default "merge" */
+  readonly type?: PatchType | undefined;
+  /** Subresource to patch, e.g. `status`. */
+  readonly subresource?: string | undefined;
+}
+
+/** Options of {@link KubeApi.delete}. */
+export interface DeleteOptions extends CallOptions {
+  /** `Orphan`, `Background` or `Foreground`. */
+  readonly propagationPolicy?: "Orphan" | "Background" | "Foreground" | undefined;
+  /** Delete only if the object still has this uid / resourceVersion. */
+  readonly preconditions?: { uid?: string; resourceVersion?: string } | undefined;
+  /** Grace period in seconds. */
+  readonly gracePeriodSeconds?: number | undefined;
+}
+
+/** Object operations over one {@link HttpClient}. */
+export class KubeApi {
+  /** The HTTP funnel (counters, connection). */
+  readonly http: HttpClient;
+
+  /** @param http The HTTP funnel to send requests through. */
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
+
+  /**
+   * Reads one object.
+   * @throws {ApiError} 404 NotFound when it does not exist.
+   */
+  get<T extends KubeObject = KubeObject>(resource: ResourceRef, name: string, options: CallOptions = {}): Promise<T> {
+    const path = resourcePath(resource, { namespace: options.namespace, name });
+    return this.http.json<T>({ path, signal: options.signal });
+  }
+
+  /**
+   * Yields the pages of a list, following `continue` tokens until the list is complete.
+   * If a continue token expires (410) mid-way, the error propagates: callers relist.
+   */
+  async *listPages<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    options: ListOptions = {},
+  ): AsyncGenerator<KubeList<T>> {
+    const path = resourcePath(resource, { namespace: options.namespace });
+    let token: string | undefined;
+    do {
+      const page = await this.http.json<KubeList<T>>({
+        path,
+        signal: options.signal,
+        query: {
+          limit: options.limit ?? 500,
+          continue: token,
+          labelSelector: options.labelSelector,
+          fieldSelector: options.fieldSelector,
+        },
+      });
+      page.items ??= [];
+      yield page;
+      token = page.metadata?.continue || undefined;
+    } while (token);
+  }
+
+  /**
+   * Lists all objects (all pages) as one consistent snapshot.
+   * @returns Every item and the resourceVersion of the snapshot (to start a watch from).
+   */
+  async list<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    options: ListOptions = {},
+  ): Promise<{ items: T[]; resourceVersion: string }> {
+    const items: T[] = [];
+    let resourceVersion = "";
+    for await (const page of this.listPages<T>(resource, options)) {
+      items.push(...page.items);
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    }
+    return { items, resourceVersion };
+  }
+
+  /**
+   * Creates an object.
+   * @throws {ApiError} 409 AlreadyExists, 422 Invalid, …
+   */
+  create<T extends KubeObject = KubeObject>(resource: ResourceRef, body: T, options: CallOptions = {}): Promise<T> {
+    const namespace = options.namespace ?? body.metadata?.namespace;
+    const path = resourcePath(resource, { namespace });
+    return this.http.json<T>({ method: "POST", path, body, signal: options.signal });
+  }
+
+  /** Replaces an object (PUT); the body's resourceVersion makes it conditional. */
+  replace<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    name: string,
+    body: T,
+    options: CallOptions & { subresource?: string } = {},
+  ): Promise<T> {
+    const namespace = options.namespace ?? body.metadata?.namespace;
+    const path = resourcePath(resource, { namespace, name, subresource: options.subresource });
+    return this.http.json<T>({ method: "PUT", path, body, signal: options.signal });
+  }
+
+  /**
+   * Patches an object or its subresource with a merge patch (default), a JSON patch or a
+   * strategic merge patch (built-in resources only).
+   * @returns The object as stored after the patch.
+   */
+  patch<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    name: string,
+    patch: unknown,
+    options: PatchOptions = {},
+  ): Promise<T> {
+    const path = resourcePath(resource, { namespace: options.namespace, name, subresource: options.subresource });
+    const contentType = PATCH_CONTENT[options.type ?? "merge"];
+    return this.http.json<T>({ method: "PATCH", path, body: patch, contentType, signal: options.signal });
+  }
+
+  /**
+   * Deletes an object. With finalizers present, the object stays (with a deletionTimestamp)
+   * and the answer is the object; otherwise a `Status`.
+   */
+  delete(resource: ResourceRef, name: string, options: DeleteOptions = {}): Promise<KubeObject> {
+    const path = resourcePath(resource, { namespace: options.namespace, name });
+    const body = {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
+      ...(options.preconditions ? { preconditions: options.preconditions } : {}),
+      ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+    };
+    return this.http.json<KubeObject>({ method: "DELETE", path, body, signal: options.signal });
+  }
+
+  /**
+   * Opens a raw watch stream (newline-delimited JSON events). Not retried here: the watch loop
+   * in `watching.ts` decides how to resume. No request timeout applies once headers arrived.
+   */
+  watch(resource: ResourceRef, options: WatchOptions = {}): Promise<Response> {
+    const path = resourcePath(resource, { namespace: options.namespace });
+    return this.http.send({
+      path,
+      signal: options.signal,
+      retries: 0,
+      timeoutMs: 0,
+      query: {
+        watch: true,
+        resourceVersion: options.resourceVersion,
+        allowWatchBookmarks: options.allowBookmarks ?? true,
+        timeoutSeconds: options.timeoutSeconds,
+        labelSelector: options.labelSelector,
+        fieldSelector: options.fieldSelector,
+      },
+    });
+  }
+}

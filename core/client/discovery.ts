@@ -1,0 +1,198 @@
+/**
+ * API discovery: which resources the server has, in which versions, with which verbs,
+ * subresources, short names and categories.
+ *
+ * The catalogue is cached; it is refreshed on demand, on a cache miss (at most once per
+ * `minRefreshIntervalMs`), and whenever a CustomResourceDefinition appears, changes or goes
+ * away while {@link Discovery.followDefinitions} runs.
+ * @module
+ */
+
+import type { Resource } from "../structs/resources.ts";
+import type { KubeApi } from "./api.ts";
+import { ApiError } from "./errors.ts";
+import { watcher } from "./watching.ts";
+
+interface ApiResourceList {
+  groupVersion: string;
+  resources: Array<{
+    name: string;
+    singularName?: string;
+    namespaced: boolean;
+    kind: string;
+    verbs?: string[];
+    shortNames?: string[];
+    categories?: string[];
+  }>;
+}
+
+interface ApiGroupList {
+  groups: Array<{
+    name: string;
+    versions: Array<{ groupVersion: string; version: string }>;
+    preferredVersion?: { groupVersion: string; version: string };
+  }>;
+}
+
+/** The resource of CustomResourceDefinitions themselves. */
+export const CRD_RESOURCE: Resource = {
+  group: "apiextensions.k8s.io",
+  version: "v1",
+  plural: "customresourcedefinitions",
+  singular: "customresourcedefinition",
+  kind: "CustomResourceDefinition",
+  namespaced: false,
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+  shortNames: ["crd", "crds"],
+  categories: ["api-extensions"],
+  subresources: ["status"],
+  preferred: true,
+};
+
+/** Options of {@link Discovery}. */
+export interface DiscoveryOptions {
+  /** Minimum time between refreshes caused by cache misses. @default 5000 */
+  readonly minRefreshIntervalMs?: number;
+}
+
+/** A cached catalogue of the server's resources. */
+export class Discovery {
+  #api: KubeApi;
+  #options: DiscoveryOptions;
+  #resources: Resource[] | undefined;
+  #loading: Promise<Resource[]> | undefined;
+  #loadedAt = -Infinity;
+  #listeners = new Set<() => void>();
+
+  /**
+   * @param api Object operations (for the HTTP funnel).
+   * @param options Refresh pacing.
+   */
+  constructor(api: KubeApi, options: DiscoveryOptions = {}) {
+    this.#api = api;
+    this.#options = options;
+  }
+
+  /**
+   * All resources in all served versions (cached).
+   * @param signal Cancels the load.
+   * @returns The catalogue, sorted core first, then by group and version.
+   */
+  resources(signal?: AbortSignal): Promise<Resource[]> {
+    if (this.#resources) return Promise.resolve(this.#resources);
+    return this.refresh(signal);
+  }
+
+  /**
+   * Reloads the catalogue from the server (concurrent callers share one load).
+   * @param signal Cancels the load.
+   * @returns The fresh catalogue.
+   */
+  refresh(signal?: AbortSignal): Promise<Resource[]> {
+    this.#loading ??= this.#load(signal).then((resources) => {
+      this.#resources = resources;
+      this.#loadedAt = performance.now();
+      return resources;
+    }).finally(() => {
+      this.#loading = undefined;
+    });
+    return this.#loading;
+  }
+
+  /**
+   * Finds resources matching a predicate; on a miss, refreshes once (rate-limited) and retries.
+   * @param predicate Which resources are wanted.
+   * @param signal Cancels a refresh.
+   * @returns The matching resources (possibly empty).
+   */
+  async find(predicate: (resource: Resource) => boolean, signal?: AbortSignal): Promise<Resource[]> {
+    let found = (await this.resources(signal)).filter(predicate);
+    const interval = this.#options.minRefreshIntervalMs ?? 5000;
+    if (found.length === 0 && performance.now() - this.#loadedAt >= interval) {
+      found = (await this.refresh(signal)).filter(predicate);
+    }
+    return found;
+  }
+
+  /**
+   * Registers a callback for catalogue changes caused by CRD events.
+   * @param listener Called after each refresh triggered by a CRD change.
+   * @returns A function that unregisters the listener.
+   */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Watches CustomResourceDefinitions and refreshes the catalogue whenever one is added,
+   * changed (e.g. becomes Established or gains a version) or deleted. Runs until aborted.
+   * @param signal Stops following.
+   */
+  async followDefinitions(signal: AbortSignal): Promise<void> {
+    let listed = false;
+    for await (const event of watcher(this.#api, CRD_RESOURCE, { signal })) {
+      if (event.type === "initDone") listed = true;
+      const changed = event.type === "apply" || event.type === "delete" ||
+        (event.type === "initDone" && this.#resources !== undefined);
+      if (listed && changed) {
+        try {
+          await this.refresh(signal);
+        } catch (error) {
+          if (signal.aborted) return;
+          if (!(error instanceof ApiError)) throw error;
+          continue; // A transient failure: the next CRD event or cache miss refreshes again.
+        }
+        for (const listener of this.#listeners) listener();
+      }
+    }
+  }
+
+  async #load(signal?: AbortSignal): Promise<Resource[]> {
+    const http = this.#api.http;
+    const core = http.json<{ versions: string[] }>({ path: "/api", signal });
+    const groups = http.json<ApiGroupList>({ path: "/apis", signal });
+    const lists: Array<Promise<Resource[]>> = [];
+    for (const version of (await core).versions ?? []) {
+      lists.push(this.#loadGroupVersion("", version, true, signal));
+    }
+    for (const group of (await groups).groups ?? []) {
+      for (const v of group.versions) {
+        const preferred = (group.preferredVersion?.version ?? group.versions[0]?.version) === v.version;
+        lists.push(this.#loadGroupVersion(group.name, v.version, preferred, signal));
+      }
+    }
+    return (await Promise.all(lists)).flat();
+  }
+
+  async #loadGroupVersion(group: string, version: string, preferred: boolean, signal?: AbortSignal): Promise<Resource[]> {
+    const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+    let list: ApiResourceList;
+    try {
+      list = await this.#api.http.json<ApiResourceList>({ path, signal });
+    } catch (error) {
+      // A group version that vanished (CRD deleted) or an unavailable aggregated API between
+      // listing groups and reading them: skip it rather than fail the whole catalogue.
+      if (error instanceof ApiError && (error.code === 404 || error.code === 503)) return [];
+      throw error;
+    }
+    const subresources = new Map<string, string[]>();
+    for (const r of list.resources ?? []) {
+      const [main, sub] = r.name.split("/", 2) as [string, string | undefined];
+      if (sub) subresources.set(main, [...(subresources.get(main) ?? []), sub]);
+    }
+    return (list.resources ?? []).filter((r) => !r.name.includes("/")).map((r) => ({
+      group,
+      version,
+      plural: r.name,
+      singular: r.singularName || r.kind.toLowerCase(),
+      kind: r.kind,
+      namespaced: r.namespaced,
+      verbs: r.verbs ?? [],
+      shortNames: r.shortNames ?? [],
+      categories: r.categories ?? [],
+      subresources: subresources.get(r.name) ?? [],
+      preferred,
+    }));
+  }
+}

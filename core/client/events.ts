@@ -1,0 +1,95 @@
+/**
+ * Posting core/v1 Events about objects, so that `kubectl describe` shows what the operator did.
+ * Aggregation and rate limiting of Events are the posting engine's job; this is one request.
+ * @module
+ */
+
+import type { KubeObject } from "../structs/objects.ts";
+import type { Resource } from "../structs/resources.ts";
+import type { KubeApi } from "./api.ts";
+
+/** The core/v1 Events resource. */
+export const EVENTS_RESOURCE: Resource = {
+  group: "",
+  version: "v1",
+  plural: "events",
+  singular: "event",
+  kind: "Event",
+  namespaced: true,
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+  shortNames: ["ev"],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
+
+/** What to say about an object. */
+export interface EventInfo {
+  /** `Normal` or `Warning`. */
+  readonly type: "Normal" | "Warning";
+  /** A short CamelCase reason, e.g. `Logging`, `Error`. */
+  readonly reason: string;
+  /** Human-readable message; cut to 1024 characters, as the API server limits it. */
+  readonly message: string;
+  /** How many times this happened (for aggregated events). @default 1 */
+  readonly count?: number;
+  /** First occurrence. @default now */
+  readonly firstTimestamp?: Date;
+  /** Last occurrence. @default now */
+  readonly lastTimestamp?: Date;
+}
+
+/** Options of {@link postEvent}. */
+export interface PostEventOptions {
+  /** The `source.component` of the event. @default "kopf" */
+  readonly component?: string;
+  /** Cancels the request. */
+  readonly signal?: AbortSignal;
+}
+
+const MAX_MESSAGE = 1024;
+
+/**
+ * Creates a core/v1 Event about an object. Events of cluster-scoped objects go to `default`.
+ *
+ * @param api Object operations.
+ * @param involved The object the event is about (needs apiVersion, kind, metadata.name/uid).
+ * @param info Type, reason and message.
+ * @param options Component name, signal.
+ * @returns The created Event.
+ */
+export function postEvent(
+  api: KubeApi,
+  involved: KubeObject,
+  info: EventInfo,
+  options: PostEventOptions = {},
+): Promise<KubeObject> {
+  const meta = involved.metadata ?? {};
+  const namespace = meta.namespace || "default";
+  const first = (info.firstTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
+  const last = (info.lastTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
+  const message = info.message.length > MAX_MESSAGE ? `${info.message.slice(0, MAX_MESSAGE - 3)}...` : info.message;
+  const body: KubeObject = {
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { namespace, generateName: "kopf-event-" },
+    type: info.type,
+    reason: info.reason,
+    message,
+    count: info.count ?? 1,
+    firstTimestamp: first,
+    lastTimestamp: last,
+    reportingComponent: options.component ?? "kopf",
+    reportingInstance: options.component ?? "kopf",
+    source: { component: options.component ?? "kopf" },
+    involvedObject: {
+      apiVersion: involved.apiVersion,
+      kind: involved.kind,
+      name: meta.name,
+      uid: meta.uid,
+      ...(meta.namespace ? { namespace: meta.namespace } : {}),
+      ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
+    },
+  };
+  return api.create(EVENTS_RESOURCE, body, { namespace, signal: options.signal });
+}

@@ -1,0 +1,197 @@
+/**
+ * The one funnel through which every HTTP request to the API server goes.
+ *
+ * Owns TLS (`Deno.createHttpClient`), authentication headers (with one refresh after a 401),
+ * request timeouts, retries with exponential backoff and jitter (network errors, 429 honouring
+ * `Retry-After`, 5xx; never other 4xx), an optional client-side rate limit, and request counting.
+ * It knows paths, not resources: `api.ts` builds the paths.
+ * @module
+ */
+
+import { type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from "../util/backoff.ts";
+import type { ConnectionInfo } from "./connection.ts";
+import { classify, RequestCounters } from "./counters.ts";
+import { ApiError, apiErrorFrom, isRetryable, type RequestInfo, transportErrorFrom } from "./errors.ts";
+
+/** The `fetch` signature the client uses; replaceable for in-process servers. */
+export type FetchFn = (input: Request | URL | string, init?: RequestInit & { client?: Deno.HttpClient }) => Promise<Response>;
+
+/** Options of {@link HttpClient}. */
+export interface HttpClientOptions {
+  /** Per-request timeout in milliseconds (not applied to streams once they started). @default 60000 */
+  readonly timeoutMs?: number;
+  /** How many times a retryable failure is retried. @default 6 */
+  readonly retries?: number;
+  /** Growth of the delays between retries. */
+  readonly backoff?: BackoffOptions;
+  /** Longest `Retry-After` honoured, in milliseconds. @default 60000 */
+  readonly maxRetryAfterMs?: number;
+  /** Client-side rate limit: sustained requests per second (0 = unlimited). @default 0 */
+  readonly qps?: number;
+  /** Client-side rate limit: burst size. @default max(1, qps) */
+  readonly burst?: number;
+  /** Counters to record into (shared between clients if given). */
+  readonly counters?: RequestCounters;
+  /** `User-Agent` header. @default "kopf-ts" */
+  readonly userAgent?: string;
+  /** Replacement for the global `fetch` (e.g. an in-process emulator). */
+  readonly fetch?: FetchFn;
+}
+
+/** One request to make. */
+export interface HttpRequest {
+  /** HTTP method. @default "GET" */
+  readonly method?: string;
+  /** Absolute path on the server, e.g. `/api/v1/namespaces`. */
+  readonly path: string;
+  /** Query parameters; `undefined` values are skipped. */
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  /** JSON-serialisable body. */
+  readonly body?: unknown;
+  /** Content type of the body. @default "application/json" */
+  readonly contentType?: string;
+  /** Cancels the request (and its retries). */
+  readonly signal?: AbortSignal;
+  /** Overrides the client's timeout; `0` disables it. */
+  readonly timeoutMs?: number;
+  /** Overrides the client's retry count (e.g. `0` for the watch stream). */
+  readonly retries?: number;
+}
+
+/** Sends requests to one API server. Dispose it to close its connection pool. */
+export class HttpClient implements Disposable {
+  /** Where requests go and how they authenticate. */
+  readonly connection: ConnectionInfo;
+  /** Request counts by verb, resource and status code. */
+  readonly counters: RequestCounters;
+  #options: HttpClientOptions;
+  #tls: Deno.HttpClient | undefined;
+  #fetch: FetchFn;
+  #tokens: number;
+  #refilledAt = performance.now();
+
+  /**
+   * @param connection Server, TLS material and credentials.
+   * @param options Timeouts, retries, rate limit.
+   */
+  constructor(connection: ConnectionInfo, options: HttpClientOptions = {}) {
+    this.connection = connection;
+    this.#options = options;
+    this.counters = options.counters ?? new RequestCounters();
+    this.#fetch = options.fetch ?? fetch;
+    this.#tokens = options.burst ?? Math.max(1, options.qps ?? 1);
+    if (connection.server.startsWith("https:") && !options.fetch) {
+      this.#tls = Deno.createHttpClient({
+        ...(connection.caPem ? { caCerts: [connection.caPem] } : {}),
+        ...(connection.clientCertPem && connection.clientKeyPem
+          ? { cert: connection.clientCertPem, key: connection.clientKeyPem }
+          : {}),
+        ...(connection.insecureSkipTlsVerify ? { unsafelyIgnoreCertificateErrors: [] } : {}),
+      } as Deno.CreateHttpClientOptions);
+    }
+  }
+
+  /**
+   * Sends a request and parses the JSON answer, retrying what is worth retrying.
+   *
+   * @param request What to send.
+   * @returns The parsed JSON body.
+   * @throws {ApiError} for non-2xx answers (after retries for 429/5xx).
+   * @throws {TransportError} when the server cannot be reached (after retries).
+   */
+  async json<T = unknown>(request: HttpRequest): Promise<T> {
+    const response = await this.send(request);
+    const text = await response.text();
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /**
+   * Sends a request and returns the successful response with its body unread (for streams).
+   *
+   * @param request What to send.
+   * @returns The response with a 2xx status.
+   * @throws {ApiError} for non-2xx answers (after retries for 429/5xx).
+   * @throws {TransportError} when the server cannot be reached (after retries).
+   */
+  async send(request: HttpRequest): Promise<Response> {
+    const retries = request.retries ?? this.#options.retries ?? 6;
+    let refreshedCredentials = false;
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await this.#once(request);
+      } catch (error) {
+        if (request.signal?.aborted) throw request.signal.reason;
+        if (error instanceof ApiError && error.code === 401 && !refreshedCredentials) {
+          refreshedCredentials = true;
+          if (await this.connection.credentials.invalidate()) continue;
+        }
+        if (!isRetryable(error) || attempt >= retries) throw error;
+        const hinted = error instanceof ApiError ? error.retryAfterMs : undefined;
+        const max = this.#options.maxRetryAfterMs ?? 60_000;
+        const delay = hinted !== undefined ? Math.min(hinted, max) : backoffDelay(attempt, this.#options.backoff);
+        await sleep(delay, request.signal);
+      }
+    }
+  }
+
+  async #once(request: HttpRequest): Promise<Response> {
+    await this.#throttle(request.signal);
+    const method = (request.method ?? "GET").toUpperCase();
+    const url = new URL(this.connection.server + request.path);
+    for (const [key, value] of Object.entries(request.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const info: RequestInfo = { method, path: url.pathname + url.search, server: this.connection.server };
+    const { verb, resource } = classify(method, url.pathname, url.searchParams);
+    const headers: Record<string, string> = {
+      Accept: "application/json",
+      "User-Agent": this.#options.userAgent ?? "kopf-ts",
+      ...(await this.connection.credentials.headers(request.signal)),
+    };
+    if (request.body !== undefined) headers["Content-Type"] = request.contentType ?? "application/json";
+    const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
+    const signals = [request.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined];
+    const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers,
+        signal,
+        ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+        ...(this.#tls ? { client: this.#tls } : {}),
+      });
+    } catch (error) {
+      this.counters.record({ verb, resource, code: 0 });
+      if (request.signal?.aborted) throw request.signal.reason;
+      throw transportErrorFrom(error, info, this.connection.source);
+    }
+    this.counters.record({ verb, resource, code: response.status });
+    if (response.ok) return response;
+    const text = await response.text().catch(() => "");
+    throw apiErrorFrom(response.status, text, info, parseRetryAfter(response.headers.get("Retry-After")));
+  }
+
+  /** Token bucket: waits until a request may go out under the configured rate. */
+  async #throttle(signal: AbortSignal | undefined): Promise<void> {
+    const qps = this.#options.qps ?? 0;
+    if (qps <= 0) return;
+    const burst = this.#options.burst ?? Math.max(1, qps);
+    for (;;) {
+      const now = performance.now();
+      this.#tokens = Math.min(burst, this.#tokens + ((now - this.#refilledAt) / 1000) * qps);
+      this.#refilledAt = now;
+      if (this.#tokens >= 1) {
+        this.#tokens -= 1;
+        return;
+      }
+      await sleep(((1 - this.#tokens) / qps) * 1000, signal);
+    }
+  }
+
+  /** Closes the TLS connection pool. */
+  [Symbol.dispose](): void {
+    this.#tls?.close();
+    this.#tls = undefined;
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * The list+watch loop: a stall-proof, self-healing stream of object events for one resource
+ * in one namespace (or cluster-wide).
+ *
+ * Recovery is an explicit state machine (after kube-rs' watcher): list → watch from the list's
+ * resourceVersion → on a normal end, resume from the last seen resourceVersion → on `410 Gone`,
+ * relist. A watchdog aborts a stream that stays silent (no events, no bookmarks) for longer
+ * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us.
+ * Errors are yielded, not thrown, and retried with backoff and jitter.
+ *
+ * {@link objectEvents} folds a relist into the stream: unchanged objects are not repeated and
+ * objects that vanished while the watch was broken are reported as deleted.
+ * @module
+ */
+
+import { backoffDelay, type BackoffOptions, sleep } from "../util/backoff.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import type { KubeApi, ResourceRef } from "./api.ts";
+import { ApiError } from "./errors.ts";
+
+/** One event as the API server sends it on a watch stream. */
+export interface RawWatchEvent {
+  /** Event type. */
+  readonly type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  /** The object (a `Status` for ERROR). */
+  readonly object: KubeObject;
+}
+
+/** What {@link watcher} yields. */
+export type WatcherEvent =
+  | { readonly type: "init" }
+  | { readonly type: "initApply"; readonly object: KubeObject }
+  | { readonly type: "initDone"; readonly resourceVersion: string }
+  | { readonly type: "apply"; readonly object: KubeObject; readonly raw: "ADDED" | "MODIFIED" }
+  | { readonly type: "delete"; readonly object: KubeObject }
+  | { readonly type: "bookmark"; readonly resourceVersion: string }
+  | { readonly type: "error"; readonly error: Error; readonly retryInMs: number };
+
+/** Options of {@link watcher}. */
+export interface WatcherOptions {
+  /** Namespace to watch; omitted = cluster-wide (or cluster-scoped resources). */
+  readonly namespace?: string | undefined;
+  /** Server-side label selector. */
+  readonly labelSelector?: string | undefined;
+  /** Server-side field selector. */
+  readonly fieldSelector?: string | undefined;
+  /** Server closes each watch request after this many seconds; we then resume. @default 300 */
+  readonly serverTimeoutSeconds?: number | undefined;
+  /** A stream silent for this long is considered stalled and reopened. @default 120000 */
+  readonly inactivityTimeoutMs?: number | undefined;
+  /** Backoff between failed attempts. */
+  readonly backoff?: BackoffOptions | undefined;
+  /** Page size of the initial and recovery lists. @default 500 */
+  readonly pageSize?: number | undefined;
+  /** Stops the loop. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** The watch stream stayed silent past the inactivity timeout. */
+export class WatchStalledError extends Error {
+  /** @param ms The inactivity timeout that expired. */
+  constructor(ms: number) {
+    super(`Watch stream was silent for ${ms} ms (no events, no bookmarks); reconnecting`);
+    this.name = "WatchStalledError";
+  }
+}
+
+/**
+ * Reads newline-delimited JSON events from a watch response, aborting when silent for too long.
+ *
+ * @param response A watch response with an unread body.
+ * @param inactivityMs Silence after which `controller` is aborted with a {@link WatchStalledError}.
+ * @param controller Aborts the underlying request.
+ * @returns Parsed events until the stream ends.
+ */
+export async function* readWatchEvents(
+  response: Response,
+  inactivityMs: number,
+  controller: AbortController,
+): AsyncGenerator<RawWatchEvent> {
+  if (!response.body) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => controller.abort(new WatchStalledError(inactivityMs)), inactivityMs);
+  };
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    arm();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      arm();
+      buffer += value;
+      let newline: number;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline).trim();
+        buffer = buffer.slice(newline + 1);
+        if (line) yield JSON.parse(line) as RawWatchEvent;
+      }
+    }
+    if (buffer.trim()) yield JSON.parse(buffer) as RawWatchEvent;
+  } catch (error) {
+    if (controller.signal.aborted && controller.signal.reason instanceof WatchStalledError) {
+      throw controller.signal.reason;
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    reader.releaseLock();
+    await response.body.cancel().catch(() => {});
+  }
+}
+
+function isGone(error: unknown): boolean {
+  return error instanceof ApiError && (error.code === 410 || error.reason === "Expired");
+}
+
+/**
+ * An endless list+watch stream of one resource that survives timeouts, stalls, 410 Gone and
+ * network failures. Ends only when the signal aborts.
+ *
+ * Guarantees: after every `init`…`initDone` sequence the consumer has seen every object that
+ * exists; later `apply`/`delete` events are in resourceVersion order. Caveat: objects deleted
+ * while a relist was needed are not reported by this stage (see {@link objectEvents}).
+ *
+ * @param api Object operations to use.
+ * @param resource The resource to watch.
+ * @param options Namespace, selectors, timeouts, signal.
+ * @returns The stream of watcher events.
+ */
+export async function* watcher(
+  api: KubeApi,
+  resource: ResourceRef,
+  options: WatcherOptions = {},
+): AsyncGenerator<WatcherEvent> {
+  const signal = options.signal;
+  const inactivityMs = options.inactivityTimeoutMs ?? 120_000;
+  let resourceVersion: string | undefined;
+  let failures = 0;
+  const selectors = {
+    namespace: options.namespace,
+    labelSelector: options.labelSelector,
+    fieldSelector: options.fieldSelector,
+  };
+  while (!signal?.aborted) {
+    try {
+      if (resourceVersion === undefined) {
+        yield { type: "init" };
+        let listedVersion = "";
+        for await (const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })) {
+          for (const object of page.items) yield { type: "initApply", object };
+          listedVersion = page.metadata?.resourceVersion ?? listedVersion;
+        }
+        resourceVersion = listedVersion;
+        yield { type: "initDone", resourceVersion };
+      }
+      const controller = new AbortController();
+      const stop = () => controller.abort(signal?.reason);
+      signal?.addEventListener("abort", stop, { once: true });
+      // Also guards the connection phase: a server that accepts but never answers is a stall.
+      const connectTimer = setTimeout(() => controller.abort(new WatchStalledError(inactivityMs)), inactivityMs);
+      try {
+        let response: Response;
+        try {
+          response = await api.watch(resource, {
+            ...selectors,
+            resourceVersion,
+            allowBookmarks: true,
+            timeoutSeconds: options.serverTimeoutSeconds ?? 300,
+            signal: controller.signal,
+          });
+        } catch (error) {
+          if (controller.signal.reason instanceof WatchStalledError) throw controller.signal.reason;
+          throw error;
+        } finally {
+          clearTimeout(connectTimer);
+        }
+        for await (const event of readWatchEvents(response, inactivityMs, controller)) {
+          failures = 0;
+          const version = event.object?.metadata?.resourceVersion;
+          switch (event.type) {
+            case "ADDED":
+            case "MODIFIED":
+              if (version) resourceVersion = version;
+              yield { type: "apply", object: event.object, raw: event.type };
+              break;
+            case "DELETED":
+              if (version) resourceVersion = version;
+              yield { type: "delete", object: event.object };
+              break;
+            case "BOOKMARK":
+              if (version) resourceVersion = version;
+              yield { type: "bookmark", resourceVersion: resourceVersion ?? "" };
+              break;
+            case "ERROR": {
+              const status = event.object as { code?: number; reason?: string; message?: string };
+              throw new ApiError({
+                code: status.code ?? 500,
+                reason: status.reason ?? "InternalError",
+                message: status.message ?? "watch error",
+                request: { method: "GET", path: `watch ${resource.plural}`, server: api.http.connection.server },
+              });
+            }
+          }
+        }
+      } finally {
+        signal?.removeEventListener("abort", stop);
+      }
+    } catch (error) {
+      if (signal?.aborted) return;
+      if (isGone(error)) {
+        resourceVersion = undefined; // relist immediately: the history we need is compacted away
+        continue;
+      }
+      const retryInMs = error instanceof WatchStalledError ? 0 : backoffDelay(failures++, options.backoff);
+      yield { type: "error", error: error instanceof Error ? error : new Error(String(error)), retryInMs };
+      try {
+        await sleep(retryInMs, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+}
+
+/** What {@link objectEvents} yields: one object changed or disappeared. */
+export type ObjectEvent =
+  | { readonly type: "apply"; readonly object: KubeObject; readonly initial: boolean }
+  | { readonly type: "delete"; readonly object: KubeObject };
+
+function keyOf(object: KubeObject): string {
+  return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
+}
+
+/**
+ * Turns watcher events into per-object events: relists repeat nothing that was already seen at
+ * the same resourceVersion, and objects missing from a relist are reported as deleted, so no
+ * change is lost across `410 Gone`. Errors and bookmarks are passed to `onOther` if given.
+ *
+ * @param events A {@link watcher} stream.
+ * @param onOther Receives `error`, `bookmark`, `init` and `initDone` events.
+ * @returns The stream of object events.
+ */
+export async function* objectEvents(
+  events: AsyncIterable<WatcherEvent>,
+  onOther?: (event: WatcherEvent) => void,
+): AsyncGenerator<ObjectEvent> {
+  const known = new Map<string, KubeObject>();
+  let seen: Set<string> | undefined;
+  let firstList = true;
+  for await (const event of events) {
+    switch (event.type) {
+      case "init":
+        seen = new Set();
+        onOther?.(event);
+        break;
+      case "initApply": {
+        const key = keyOf(event.object);
+        seen?.add(key);
+        const before = known.get(key);
+        known.set(key, event.object);
+        const same = before?.metadata?.resourceVersion === event.object.metadata?.resourceVersion &&
+          before?.metadata?.uid === event.object.metadata?.uid;
+        if (!same) yield { type: "apply", object: event.object, initial: firstList };
+        break;
+      }
+      case "initDone":
+        for (const [key, object] of known) {
+          if (!seen?.has(key)) {
+            known.delete(key);
+            yield { type: "delete", object };
+          }
+        }
+        seen = undefined;
+        firstList = false;
+        onOther?.(event);
+        break;
+      case "apply":
+        known.set(keyOf(event.object), event.object);
+        yield { type: "apply", object: event.object, initial: false };
+        break;
+      case "delete":
+        known.delete(keyOf(event.object));
+        yield { type: "delete", object: event.object };
+        break;
+      default:
+        onOther?.(event);
+    }
+  }
+}
