@@ -140,7 +140,7 @@ export class KubeApi {
    * Creates an object.
    * @throws {ApiError} 409 AlreadyExists, 422 Invalid, …
    */
-  create<T extends KubeObject = KubeObject>(resource: ResourceRef, body: T, options: CallOptions = {}): Promise<T> {
+  create<T extends KubeObject = KubeObject>(resource: ResourceRef, body: KubeObject, options: CallOptions = {}): Promise<T> {
     const namespace = options.namespace ?? body.metadata?.namespace;
     const path = resourcePath(resource, { namespace });
     return this.http.json<T>({ method: "POST", path, body, signal: options.signal });
@@ -150,7 +150,7 @@ export class KubeApi {
   replace<T extends KubeObject = KubeObject>(
     resource: ResourceRef,
     name: string,
-    body: T,
+    body: KubeObject,
     options: CallOptions & { subresource?: string } = {},
   ): Promise<T> {
     const namespace = options.namespace ?? body.metadata?.namespace;

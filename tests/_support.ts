@@ -1,0 +1,192 @@
+/**
+ * Shared helpers for integration tests: the run's control plane, a client for it, a fresh
+ * namespace per test, CRD installation, and network fault tools (a pausable TCP proxy and an
+ * HTTP fault injector placed in front of the real API server).
+ * @module
+ */
+
+import { parseAllDocuments } from "yaml";
+import { KubeClient } from "../core/client/client.ts";
+import { loadKubeconfig } from "../core/client/config.ts";
+import { CRD_RESOURCE } from "../core/client/discovery.ts";
+import { ApiError } from "../core/client/errors.ts";
+import type { HttpClientOptions } from "../core/client/http.ts";
+import type { KubeObject } from "../core/structs/objects.ts";
+import type { Resource } from "../core/structs/resources.ts";
+import { sleep } from "../core/util/backoff.ts";
+import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+
+export { sleep };
+
+/** Core v1 resources used by tests. */
+export const NAMESPACES: Resource = core("namespaces", "Namespace", false);
+export const CONFIGMAPS: Resource = core("configmaps", "ConfigMap", true);
+export const PODTEMPLATES: Resource = core("podtemplates", "PodTemplate", true);
+export const SERVICEACCOUNTS: Resource = core("serviceaccounts", "ServiceAccount", true);
+
+/** The example resource from crds/example.yaml. */
+export const KOPFEXAMPLES: Resource = {
+  group: "kopf.dev",
+  version: "v1",
+  plural: "kopfexamples",
+  singular: "kopfexample",
+  kind: "KopfExample",
+  namespaced: true,
+  verbs: [],
+  shortNames: ["kopfexes", "kopfex", "kexes", "kex"],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
+
+function core(plural: string, kind: string, namespaced: boolean): Resource {
+  return {
+    group: "",
+    version: "v1",
+    plural,
+    kind,
+    singular: kind.toLowerCase(),
+    namespaced,
+    verbs: [],
+    shortNames: [],
+    categories: [],
+    subresources: [],
+    preferred: true,
+  };
+}
+
+/** The kubeconfig path of this run's shared control plane. */
+export async function kubeconfigPath(): Promise<string> {
+  return (await sharedControlPlane()).kubeconfigPath;
+}
+
+/** A new client for the shared control plane, with its own counters. */
+export async function testClient(options: HttpClientOptions = {}): Promise<KubeClient> {
+  const connection = await loadKubeconfig({ paths: [await kubeconfigPath()] });
+  return new KubeClient(connection, options);
+}
+
+/** A fresh namespace for one test. */
+export async function testNamespace(prefix = "t"): Promise<string> {
+  return await createTestNamespace(await sharedControlPlane(), prefix);
+}
+
+/** Waits until `probe` returns a truthy value, polling; fails after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 30_000,
+  what = "condition",
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+    await sleep(100);
+  }
+}
+
+/** Creates (or keeps) the CRDs from a YAML file and waits until they are Established. */
+export async function applyCrds(client: KubeClient, path: string): Promise<void> {
+  const docs = parseAllDocuments(await Deno.readTextFile(path)).map((d) => d.toJS() as KubeObject);
+  await applyCrdObjects(client, docs);
+}
+
+/** Creates (or keeps) CRD objects and waits until they are Established and discoverable. */
+export async function applyCrdObjects(client: KubeClient, crds: KubeObject[]): Promise<void> {
+  for (const crd of crds) {
+    try {
+      await client.api.create(CRD_RESOURCE, crd);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.code === 409)) throw error;
+    }
+  }
+  for (const crd of crds) {
+    const name = crd.metadata!.name!;
+    await eventually(async () => {
+      const live = await client.api.get(CRD_RESOURCE, name);
+      const conditions = ((live.status as { conditions?: Array<{ type: string; status: string }> })?.conditions) ?? [];
+      return conditions.some((c) => c.type === "Established" && c.status === "True");
+    }, 30_000, `CRD ${name} to be Established`);
+  }
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 that can stop forwarding without closing connections, to simulate
+ * a half-dead network path (the classic silent watch stall).
+ */
+export class PausableTcpProxy implements AsyncDisposable {
+  readonly port: number;
+  #listener: Deno.TcpListener;
+  #conns = new Set<Deno.Conn>();
+  #paused = false;
+  #resume: Array<() => void> = [];
+  #target: { hostname: string; port: number };
+  #accepting: Promise<void>;
+
+  constructor(target: { hostname: string; port: number }) {
+    this.#target = target;
+    this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    this.port = (this.#listener.addr as Deno.NetAddr).port;
+    this.#accepting = this.#accept();
+  }
+
+  /** Stops forwarding bytes (connections stay open and silent). */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  /** Resumes forwarding. */
+  resume(): void {
+    this.#paused = false;
+    for (const wake of this.#resume.splice(0)) wake();
+  }
+
+  async #accept(): Promise<void> {
+    for await (const inbound of this.#listener) {
+      this.#conns.add(inbound);
+      Deno.connect(this.#target).then((outbound) => {
+        this.#conns.add(outbound);
+        this.#pipe(inbound, outbound);
+        this.#pipe(outbound, inbound);
+      }).catch(() => inbound.close());
+    }
+  }
+
+  async #pipe(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+    const buffer = new Uint8Array(64 * 1024);
+    try {
+      for (;;) {
+        const n = await from.read(buffer);
+        if (n === null) break;
+        while (this.#paused) await new Promise<void>((resolve) => this.#resume.push(resolve));
+        let written = 0;
+        while (written < n) written += await to.write(buffer.subarray(written, n));
+      }
+    } catch {
+      // A side closed: close both.
+    }
+    for (const conn of [from, to]) {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+      this.#conns.delete(conn);
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.resume();
+    this.#listener.close();
+    for (const conn of this.#conns) {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    }
+    await this.#accepting.catch(() => {});
+  }
+}
