@@ -8,7 +8,7 @@
  */
 
 import type { KubeList, KubeObject } from "../structs/objects.ts";
-import { resourcePath, type Resource } from "../structs/resources.ts";
+import { type Resource, resourcePath } from "../structs/resources.ts";
 import type { HttpClient } from "./http.ts";
 
 /** The resource fields needed to build paths. */
@@ -87,7 +87,11 @@ export class KubeApi {
    * Reads one object.
    * @throws {ApiError} 404 NotFound when it does not exist.
    */
-  get<T extends KubeObject = KubeObject>(resource: ResourceRef, name: string, options: CallOptions = {}): Promise<T> {
+  get<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    name: string,
+    options: CallOptions = {},
+  ): Promise<T> {
     const path = resourcePath(resource, { namespace: options.namespace, name });
     return this.http.json<T>({ path, signal: options.signal });
   }
@@ -140,7 +144,11 @@ export class KubeApi {
    * Creates an object.
    * @throws {ApiError} 409 AlreadyExists, 422 Invalid, …
    */
-  create<T extends KubeObject = KubeObject>(resource: ResourceRef, body: KubeObject, options: CallOptions = {}): Promise<T> {
+  create<T extends KubeObject = KubeObject>(
+    resource: ResourceRef,
+    body: KubeObject,
+    options: CallOptions = {},
+  ): Promise<T> {
     const namespace = options.namespace ?? body.metadata?.namespace;
     const path = resourcePath(resource, { namespace });
     return this.http.json<T>({ method: "POST", path, body, signal: options.signal });
@@ -169,9 +177,19 @@ export class KubeApi {
     patch: unknown,
     options: PatchOptions = {},
   ): Promise<T> {
-    const path = resourcePath(resource, { namespace: options.namespace, name, subresource: options.subresource });
+    const path = resourcePath(resource, {
+      namespace: options.namespace,
+      name,
+      subresource: options.subresource,
+    });
     const contentType = PATCH_CONTENT[options.type ?? "merge"];
-    return this.http.json<T>({ method: "PATCH", path, body: patch, contentType, signal: options.signal });
+    return this.http.json<T>({
+      method: "PATCH",
+      path,
+      body: patch,
+      contentType,
+      signal: options.signal,
+    });
   }
 
   /**
@@ -185,7 +203,9 @@ export class KubeApi {
       kind: "DeleteOptions",
       ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
       ...(options.preconditions ? { preconditions: options.preconditions } : {}),
-      ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+      ...(options.gracePeriodSeconds !== undefined
+        ? { gracePeriodSeconds: options.gracePeriodSeconds }
+        : {}),
     };
     return this.http.json<KubeObject>({ method: "DELETE", path, body, signal: options.signal });
   }

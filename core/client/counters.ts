@@ -62,7 +62,10 @@ export class RequestCounters {
 
   /** Number of writes (create, update, patch, delete, deletecollection) matching the filter. */
   writes(filter: { resource?: string } = {}): number {
-    return this.count({ ...filter, verb: ["create", "update", "patch", "delete", "deletecollection"] });
+    return this.count({
+      ...filter,
+      verb: ["create", "update", "patch", "delete", "deletecollection"],
+    });
   }
 
   /** All counts, one entry per distinct key. */
@@ -108,7 +111,11 @@ export class RequestCounters {
  * @param query Query parameters (`watch=true` turns a get into a watch).
  * @returns The verb and the resource (with subresource) addressed.
  */
-export function classify(method: string, path: string, query?: URLSearchParams): { verb: Verb; resource: string } {
+export function classify(
+  method: string,
+  path: string,
+  query?: URLSearchParams,
+): { verb: Verb; resource: string } {
   const parts = path.split("/").filter(Boolean);
   let rest: string[];
   if (parts[0] === "api" && parts.length >= 2) rest = parts.slice(2);
@@ -127,7 +134,8 @@ export function classify(method: string, path: string, query?: URLSearchParams):
     named = rest.length >= 2;
     if (rest.length >= 3) resource += `/${rest[2]}`;
   }
-  const watching = query?.get("watch") === "true" || query?.get("watch") === "1" || parts.includes("watch");
+  const watching = query?.get("watch") === "true" || query?.get("watch") === "1" ||
+    parts.includes("watch");
   switch (method.toUpperCase()) {
     case "GET":
       return { verb: watching ? "watch" : named ? "get" : "list", resource };

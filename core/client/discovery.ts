@@ -105,7 +105,10 @@ export class Discovery {
    * @param signal Cancels a refresh.
    * @returns The matching resources (possibly empty).
    */
-  async find(predicate: (resource: Resource) => boolean, signal?: AbortSignal): Promise<Resource[]> {
+  async find(
+    predicate: (resource: Resource) => boolean,
+    signal?: AbortSignal,
+  ): Promise<Resource[]> {
     let found = (await this.resources(signal)).filter(predicate);
     const interval = this.#options.minRefreshIntervalMs ?? 5000;
     if (found.length === 0 && performance.now() - this.#loadedAt >= interval) {
@@ -158,14 +161,20 @@ export class Discovery {
     }
     for (const group of (await groups).groups ?? []) {
       for (const v of group.versions) {
-        const preferred = (group.preferredVersion?.version ?? group.versions[0]?.version) === v.version;
+        const preferred =
+          (group.preferredVersion?.version ?? group.versions[0]?.version) === v.version;
         lists.push(this.#loadGroupVersion(group.name, v.version, preferred, signal));
       }
     }
     return (await Promise.all(lists)).flat();
   }
 
-  async #loadGroupVersion(group: string, version: string, preferred: boolean, signal?: AbortSignal): Promise<Resource[]> {
+  async #loadGroupVersion(
+    group: string,
+    version: string,
+    preferred: boolean,
+    signal?: AbortSignal,
+  ): Promise<Resource[]> {
     const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
     let list: ApiResourceList;
     try {

@@ -83,7 +83,12 @@ export class TransportError extends Error {
    * @param kind Category of the failure.
    * @param cause The underlying error.
    */
-  constructor(message: string, request: RequestInfo, kind: "network" | "tls" | "timeout", cause?: unknown) {
+  constructor(
+    message: string,
+    request: RequestInfo,
+    kind: "network" | "tls" | "timeout",
+    cause?: unknown,
+  ) {
     super(message, { cause });
     this.name = "TransportError";
     this.request = request;
@@ -130,13 +135,22 @@ export function apiErrorFrom(
     if (status && status.kind === "Status") {
       if (typeof status.reason === "string" && status.reason) reason = status.reason;
       if (typeof status.message === "string") message = status.message;
-      if (status.details && typeof status.details === "object") details = status.details as StatusDetails;
+      if (status.details && typeof status.details === "object") {
+        details = status.details as StatusDetails;
+      }
     }
   } catch {
     // Not JSON (e.g. a proxy's HTML page): the first line of the text is the message.
   }
   const fromDetails = details?.retryAfterSeconds ? details.retryAfterSeconds * 1000 : undefined;
-  return new ApiError({ code, reason, message, details, request, retryAfterMs: retryAfterMs ?? fromDetails });
+  return new ApiError({
+    code,
+    reason,
+    message,
+    details,
+    request,
+    retryAfterMs: retryAfterMs ?? fromDetails,
+  });
 }
 
 /**
@@ -147,21 +161,36 @@ export function apiErrorFrom(
  * @param source Where the connection settings came from, to point the user at them.
  * @returns The error to throw.
  */
-export function transportErrorFrom(error: unknown, request: RequestInfo, source: string): TransportError {
-  const text = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error);
+export function transportErrorFrom(
+  error: unknown,
+  request: RequestInfo,
+  source: string,
+): TransportError {
+  const text = error instanceof Error
+    ? `${error.message} ${String(error.cause ?? "")}`
+    : String(error);
   if (/certificate|UnknownIssuer|tls|handshake|x509/i.test(text)) {
     return new TransportError(
-      `Cannot verify the TLS certificate of ${request.server}: ${firstLine(text)}; check the CA in ${source}`,
+      `Cannot verify the TLS certificate of ${request.server}: ${
+        firstLine(text)
+      }; check the CA in ${source}`,
       request,
       "tls",
       error,
     );
   }
   if (error instanceof DOMException && (error.name === "TimeoutError")) {
-    return new TransportError(`Request timed out: ${request.method} ${request.server}${request.path}`, request, "timeout", error);
+    return new TransportError(
+      `Request timed out: ${request.method} ${request.server}${request.path}`,
+      request,
+      "timeout",
+      error,
+    );
   }
   return new TransportError(
-    `Cannot reach the API server at ${request.server}: ${firstLine(text)}; is the cluster running and is ${source} right?`,
+    `Cannot reach the API server at ${request.server}: ${
+      firstLine(text)
+    }; is the cluster running and is ${source} right?`,
     request,
     "network",
     error,

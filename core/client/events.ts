@@ -68,7 +68,9 @@ export function postEvent(
   const namespace = meta.namespace || "default";
   const first = (info.firstTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
   const last = (info.lastTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
-  const message = info.message.length > MAX_MESSAGE ? `${info.message.slice(0, MAX_MESSAGE - 3)}...` : info.message;
+  const message = info.message.length > MAX_MESSAGE
+    ? `${info.message.slice(0, MAX_MESSAGE - 3)}...`
+    : info.message;
   const body: KubeObject = {
     apiVersion: "v1",
     kind: "Event",

@@ -8,13 +8,22 @@
  * @module
  */
 
-import { type BackoffOptions, backoffDelay, parseRetryAfter, sleep } from "../util/backoff.ts";
+import { backoffDelay, type BackoffOptions, parseRetryAfter, sleep } from "../util/backoff.ts";
 import type { ConnectionInfo } from "./connection.ts";
 import { classify, RequestCounters } from "./counters.ts";
-import { ApiError, apiErrorFrom, isRetryable, type RequestInfo, transportErrorFrom } from "./errors.ts";
+import {
+  ApiError,
+  apiErrorFrom,
+  isRetryable,
+  type RequestInfo,
+  transportErrorFrom,
+} from "./errors.ts";
 
 /** The `fetch` signature the client uses; replaceable for in-process servers. */
-export type FetchFn = (input: Request | URL | string, init?: RequestInit & { client?: Deno.HttpClient }) => Promise<Response>;
+export type FetchFn = (
+  input: Request | URL | string,
+  init?: RequestInit & { client?: Deno.HttpClient },
+) => Promise<Response>;
 
 /** Options of {@link HttpClient}. */
 export interface HttpClientOptions {
@@ -128,7 +137,9 @@ export class HttpClient implements Disposable {
         if (!isRetryable(error) || attempt >= retries) throw error;
         const hinted = error instanceof ApiError ? error.retryAfterMs : undefined;
         const max = this.#options.maxRetryAfterMs ?? 60_000;
-        const delay = hinted !== undefined ? Math.min(hinted, max) : backoffDelay(attempt, this.#options.backoff);
+        const delay = hinted !== undefined
+          ? Math.min(hinted, max)
+          : backoffDelay(attempt, this.#options.backoff);
         await sleep(delay, request.signal);
       }
     }
@@ -141,14 +152,20 @@ export class HttpClient implements Disposable {
     for (const [key, value] of Object.entries(request.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
-    const info: RequestInfo = { method, path: url.pathname + url.search, server: this.connection.server };
+    const info: RequestInfo = {
+      method,
+      path: url.pathname + url.search,
+      server: this.connection.server,
+    };
     const { verb, resource } = classify(method, url.pathname, url.searchParams);
     const headers: Record<string, string> = {
       Accept: "application/json",
       "User-Agent": this.#options.userAgent ?? "kopf-ts",
       ...(await this.connection.credentials.headers(request.signal)),
     };
-    if (request.body !== undefined) headers["Content-Type"] = request.contentType ?? "application/json";
+    if (request.body !== undefined) {
+      headers["Content-Type"] = request.contentType ?? "application/json";
+    }
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
     const signals = [request.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined];
     const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
@@ -169,7 +186,12 @@ export class HttpClient implements Disposable {
     this.counters.record({ verb, resource, code: response.status });
     if (response.ok) return response;
     const text = await response.text().catch(() => "");
-    throw apiErrorFrom(response.status, text, info, parseRetryAfter(response.headers.get("Retry-After")));
+    throw apiErrorFrom(
+      response.status,
+      text,
+      info,
+      parseRetryAfter(response.headers.get("Retry-After")),
+    );
   }
 
   /** Token bucket: waits until a request may go out under the configured rate. */

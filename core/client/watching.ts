@@ -149,7 +149,9 @@ export async function* watcher(
       if (resourceVersion === undefined) {
         yield { type: "init" };
         let listedVersion = "";
-        for await (const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })) {
+        for await (
+          const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })
+        ) {
           for (const object of page.items) yield { type: "initApply", object };
           listedVersion = page.metadata?.resourceVersion ?? listedVersion;
         }
@@ -160,7 +162,10 @@ export async function* watcher(
       const stop = () => controller.abort(signal?.reason);
       signal?.addEventListener("abort", stop, { once: true });
       // Also guards the connection phase: a server that accepts but never answers is a stall.
-      const connectTimer = setTimeout(() => controller.abort(new WatchStalledError(inactivityMs)), inactivityMs);
+      const connectTimer = setTimeout(
+        () => controller.abort(new WatchStalledError(inactivityMs)),
+        inactivityMs,
+      );
       try {
         let response: Response;
         try {
@@ -200,7 +205,11 @@ export async function* watcher(
                 code: status.code ?? 500,
                 reason: status.reason ?? "InternalError",
                 message: status.message ?? "watch error",
-                request: { method: "GET", path: `watch ${resource.plural}`, server: api.http.connection.server },
+                request: {
+                  method: "GET",
+                  path: `watch ${resource.plural}`,
+                  server: api.http.connection.server,
+                },
               });
             }
           }
@@ -214,8 +223,14 @@ export async function* watcher(
         resourceVersion = undefined; // relist immediately: the history we need is compacted away
         continue;
       }
-      const retryInMs = error instanceof WatchStalledError ? 0 : backoffDelay(failures++, options.backoff);
-      yield { type: "error", error: error instanceof Error ? error : new Error(String(error)), retryInMs };
+      const retryInMs = error instanceof WatchStalledError
+        ? 0
+        : backoffDelay(failures++, options.backoff);
+      yield {
+        type: "error",
+        error: error instanceof Error ? error : new Error(String(error)),
+        retryInMs,
+      };
       try {
         await sleep(retryInMs, signal);
       } catch {

@@ -70,7 +70,9 @@ export function resourcePath(
   resource: Pick<Resource, "group" | "version" | "plural" | "namespaced">,
   options: PathOptions = {},
 ): string {
-  const base = resource.group ? `/apis/${resource.group}/${resource.version}` : `/api/${resource.version}`;
+  const base = resource.group
+    ? `/apis/${resource.group}/${resource.version}`
+    : `/api/${resource.version}`;
   const ns = resource.namespaced && options.namespace
     ? `/namespaces/${encodeURIComponent(options.namespace)}`
     : "";

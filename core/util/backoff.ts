@@ -44,7 +44,10 @@ export function backoffDelay(attempt: number, options: BackoffOptions = {}): num
  * @param now The current time in epoch milliseconds.
  * @returns Milliseconds to wait, or `undefined` when absent or unparseable.
  */
-export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
+export function parseRetryAfter(
+  value: string | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
   if (value === null || value === undefined || value.trim() === "") return undefined;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000;

@@ -1,0 +1,179 @@
+/**
+ * Running one handler once and turning what happened into an outcome: success with a result,
+ * a temporary failure with a delay, a permanent failure, or an ignored error.
+ *
+ * Retry limits and timeouts are checked before each attempt (as in Kopf); additionally, an
+ * async handler still running when its timeout expires sees its `signal` aborted. Nothing here
+ * sleeps: delays are data, realised by the worker that owns the object.
+ * @module
+ */
+
+/** A failure that will be retried after `delay` seconds (default 60). */
+export class TemporaryError extends Error {
+  /** Seconds until the retry; `null` retries immediately. */
+  readonly delay: number | null;
+
+  /**
+   * @param message What went wrong.
+   * @param options `delay` in seconds (default 60; `null` = immediately) and `cause`.
+   */
+  constructor(message = "", options: { delay?: number | null; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "TemporaryError";
+    this.delay = options.delay === undefined ? 60 : options.delay;
+  }
+}
+
+/** A failure that is not retried: the handler is done (failed) for the current change. */
+export class PermanentError extends Error {
+  /**
+   * @param message What went wrong.
+   * @param options `cause`.
+   */
+  constructor(message = "", options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = "PermanentError";
+  }
+}
+
+/** The handler's `timeout` passed since its first attempt. */
+export class HandlerTimeoutError extends PermanentError {
+  /** @param message What timed out. */
+  constructor(message: string) {
+    super(message);
+    this.name = "HandlerTimeoutError";
+  }
+}
+
+/** The handler's `retries` limit was reached. */
+export class HandlerRetriesError extends PermanentError {
+  /** @param message What ran out of retries. */
+  constructor(message: string) {
+    super(message);
+    this.name = "HandlerRetriesError";
+  }
+}
+
+/** Internal: a parent handler's sub-handlers are unfinished; re-run the parent soon, quietly. */
+export class HandlerChildrenRetry extends TemporaryError {
+  /** @param delay Seconds until the next attempt. */
+  constructor(delay: number | null) {
+    super("Sub-handlers are not finished yet", { delay });
+    this.name = "HandlerChildrenRetry";
+  }
+}
+
+/** How arbitrary (non-Kopf) errors of a handler are treated. */
+export const ErrorsMode = {
+  /** Log and consider the handler done (as succeeded without a result). */
+  IGNORED: "ignored",
+  /** Retry after `backoff` seconds. The default for most handlers. */
+  TEMPORARY: "temporary",
+  /** Fail the handler for this change, no retries. */
+  PERMANENT: "permanent",
+} as const;
+
+/** One of the {@link ErrorsMode} values. */
+export type ErrorsMode = typeof ErrorsMode[keyof typeof ErrorsMode];
+
+/** The default delay (seconds) before retrying arbitrary errors. */
+export const DEFAULT_BACKOFF = 60;
+
+/** The limits and error policy of a handler. */
+export interface ExecutionPolicy {
+  /** Handler id, for messages. */
+  readonly id: string;
+  /** Treatment of arbitrary errors. @default "temporary" */
+  readonly errors?: ErrorsMode | undefined;
+  /** Seconds since the first attempt after which the handler fails permanently. */
+  readonly timeout?: number | undefined;
+  /** Maximum number of attempts. */
+  readonly retries?: number | undefined;
+  /** Seconds to wait before retrying arbitrary errors. @default 60 */
+  readonly backoff?: number | undefined;
+}
+
+/** Per-handler history needed to enforce the limits. */
+export interface AttemptState {
+  /** When the first attempt started. */
+  readonly started: Date;
+  /** How many attempts were made before this one. */
+  readonly retries: number;
+}
+
+/** What one attempt came to. */
+export type Outcome =
+  | { readonly kind: "success"; readonly result: unknown }
+  | { readonly kind: "ignored"; readonly error: Error }
+  | { readonly kind: "temporary"; readonly error: Error; readonly delay: number | null }
+  | { readonly kind: "permanent"; readonly error: Error };
+
+/** Whether an outcome finishes the handler for this change (no more attempts). */
+export function isFinal(outcome: Outcome): boolean {
+  return outcome.kind !== "temporary";
+}
+
+/**
+ * Checks the limits, runs one attempt, and classifies the result.
+ *
+ * @param policy The handler's limits and error mode.
+ * @param state When it started and how many attempts were made.
+ * @param attempt Runs the handler; receives a signal aborted when the timeout passes.
+ * @param now The current time (injectable for tests).
+ * @returns The outcome; never throws for handler errors.
+ */
+export async function execute(
+  policy: ExecutionPolicy,
+  state: AttemptState,
+  attempt: (signal: AbortSignal) => unknown,
+  now: Date = new Date(),
+): Promise<Outcome> {
+  const elapsed = (now.getTime() - state.started.getTime()) / 1000;
+  if (policy.timeout !== undefined && elapsed > policy.timeout) {
+    return {
+      kind: "permanent",
+      error: new HandlerTimeoutError(
+        `Handler '${policy.id}' has timed out after ${elapsed.toFixed(1)}s`,
+      ),
+    };
+  }
+  if (policy.retries !== undefined && state.retries >= policy.retries) {
+    return {
+      kind: "permanent",
+      error: new HandlerRetriesError(
+        `Handler '${policy.id}' has exceeded ${policy.retries} retries`,
+      ),
+    };
+  }
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (policy.timeout !== undefined) {
+    const left = Math.max(0, policy.timeout - elapsed) * 1000;
+    timer = setTimeout(
+      () => controller.abort(new HandlerTimeoutError(`Handler '${policy.id}' has timed out`)),
+      left,
+    );
+  }
+  try {
+    const result = await attempt(controller.signal);
+    return { kind: "success", result };
+  } catch (thrown) {
+    const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+    return classify(policy, controller.signal.aborted ? controller.signal.reason as Error : error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function classify(policy: ExecutionPolicy, error: Error): Outcome {
+  if (error instanceof PermanentError) return { kind: "permanent", error };
+  if (error instanceof TemporaryError) return { kind: "temporary", error, delay: error.delay };
+  switch (policy.errors ?? ErrorsMode.TEMPORARY) {
+    case ErrorsMode.IGNORED:
+      return { kind: "ignored", error };
+    case ErrorsMode.PERMANENT:
+      return { kind: "permanent", error };
+    case ErrorsMode.TEMPORARY:
+      return { kind: "temporary", error, delay: policy.backoff ?? DEFAULT_BACKOFF };
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Handler records: what the operator author declared, as data. Created by the registration API
+ * (`on.*`), matched by the registry, executed by the reactor.
+ * @module
+ */
+
+import type { ErrorsMode } from "../actions/execution.ts";
+import type { FieldPath } from "../structs/dicts.ts";
+import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
+import type { SelectorFields } from "./selectors.ts";
+
+/** Why resource-changing handlers run (handler-facing reasons). */
+export type Reason = "create" | "update" | "delete" | "resume";
+
+/** All causes the framework detects, including internal ones. */
+export type CauseReason = Reason | "noop" | "free" | "gone";
+
+/**
+ * A handler function: takes one context object, returns a result (or a promise of one).
+ * The context type defaults to `never` so that functions typed for any context are accepted.
+ */
+export type HandlerFn<C = never> = (context: C) => unknown;
+
+/** Options shared by all resource handlers. */
+export interface BaseHandler {
+  /** Unique id within the registry (default: the function name). */
+  readonly id: string;
+  /** The function to call. */
+  readonly fn: HandlerFn;
+  /** Passed back as `param`. */
+  readonly param: unknown;
+  /** Label filters. */
+  readonly labels?: MetaFilter | undefined;
+  /** Annotation filters. */
+  readonly annotations?: MetaFilter | undefined;
+  /** Whole-object callback filter. */
+  readonly when?: WhenCallback | undefined;
+  /** Field the handler is interested in. */
+  readonly field?: FieldPath | undefined;
+  /** Value filter of `field` (default: PRESENT for non-update handlers). */
+  readonly value?: ValueFilter | undefined;
+}
+
+/** Options of handlers that are retried and persisted. */
+export interface RetriedHandler extends BaseHandler {
+  /** Treatment of arbitrary errors. */
+  readonly errors?: ErrorsMode | undefined;
+  /** Overall timeout in seconds. */
+  readonly timeout?: number | undefined;
+  /** Maximum attempts. */
+  readonly retries?: number | undefined;
+  /** Delay before retrying arbitrary errors, seconds. */
+  readonly backoff?: number | undefined;
+}
+
+/** A resource-changing handler: on.create/update/delete/resume/field and sub-handlers. */
+export interface ChangingHandler extends RetriedHandler {
+  /** Discriminator. */
+  readonly kind: "changing";
+  /** The reason it serves; `undefined` for field handlers (any reason, field must change). */
+  readonly reason: Reason | undefined;
+  /** Fire only when `field` actually changed (field handlers, update handlers with a field). */
+  readonly fieldMustChange: boolean;
+  /** Old-value filter (update/field handlers). */
+  readonly old?: ValueFilter | undefined;
+  /** New-value filter (update/field handlers). */
+  readonly new?: ValueFilter | undefined;
+  /** Delete handlers: do not require a finalizer. */
+  readonly optional?: boolean | undefined;
+  /** Resume handlers: also for objects being deleted. */
+  readonly deleted?: boolean | undefined;
+  /** Whether the handler needs the finalizer (non-optional delete handlers). */
+  readonly requiresFinalizer: boolean;
+}
+
+/** A raw-event handler: on.event. */
+export interface WatchingHandler extends BaseHandler {
+  /** Discriminator. */
+  readonly kind: "watching";
+}
+
+/** Any handler bound to a resource. */
+export type ResourceHandler = ChangingHandler | WatchingHandler;
+
+/** A handler together with the selector of the resources it serves. */
+export interface Registration<H extends ResourceHandler = ResourceHandler> {
+  /** Which resources. */
+  readonly selector: SelectorFields;
+  /** The handler. */
+  readonly handler: H;
+}
+
+/**
+ * The default id of a handler: the function's name (anonymous functions get a position-based
+ * id), with `/field.path` appended for field-specific handlers, as in Kopf.
+ *
+ * @param fn The function.
+ * @param field Its field, if any.
+ * @param prefix The parent handler's id, for sub-handlers.
+ * @returns The id.
+ */
+export function defaultHandlerId(fn: HandlerFn, field?: FieldPath, prefix?: string): string {
+  let id = fn.name && fn.name !== "anonymous" ? fn.name.replace(/^bound /, "") : anonymousId(fn);
+  if (field && field.length) id += `/${field.join(".")}`;
+  return prefix ? `${prefix}/${id}` : id;
+}
+
+function anonymousId(fn: HandlerFn): string {
+  // A stable id for the same source text: anonymous handlers keep their progress across restarts
+  // as long as their code does not change.
+  let hash = 0;
+  for (const char of fn.toString()) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return `lambda-${hash.toString(16)}`;
+}

@@ -1,0 +1,216 @@
+/**
+ * The operator registry: every handler the author declared, with the resources it serves, and
+ * the matching of handlers to an object's current cause and state.
+ *
+ * A default registry exists for the common case (`on.*` without `registry`); several operators
+ * in one process use explicit registries.
+ * @module
+ */
+
+import { reduce } from "../structs/diffs.ts";
+import { resolve } from "../structs/dicts.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import type { Resource } from "../structs/resources.ts";
+import type { ChangingCause } from "./causes.ts";
+import { isDeletionRequested } from "./causes.ts";
+import { matchMeta, matchValue, PRESENT, type WhenCallback } from "./filters.ts";
+import type {
+  ChangingHandler,
+  Registration,
+  ResourceHandler,
+  WatchingHandler,
+} from "./handlers.ts";
+import { matchesResource, type SelectorFields } from "./selectors.ts";
+
+/** All handlers of one operator. */
+export class OperatorRegistry {
+  #registrations: Registration[] = [];
+
+  /**
+   * Adds a handler for the resources a selector names.
+   * @param selector Which resources.
+   * @param handler The handler record.
+   * @returns The handler.
+   * @throws {Error} when another function is registered with the same id for the same selector.
+   */
+  register<H extends ResourceHandler>(selector: SelectorFields, handler: H): H {
+    const key = JSON.stringify(selector);
+    for (const existing of this.#registrations) {
+      if (JSON.stringify(existing.selector) !== key || existing.handler.kind !== handler.kind) {
+        continue;
+      }
+      if (existing.handler.id !== handler.id) continue;
+      if (
+        existing.handler.fn === handler.fn && existing.handler.kind === "changing" &&
+        handler.kind === "changing"
+      ) {
+        if (existing.handler.reason === handler.reason) return handler; // the same registration twice
+        continue; // e.g. one function for create and resume: deduplicated at matching time
+      }
+      if (existing.handler.fn !== handler.fn) {
+        throw new Error(
+          `Duplicate handler id '${handler.id}'; give one of the handlers a distinct id`,
+        );
+      }
+    }
+    this.#registrations.push({ selector, handler });
+    return handler;
+  }
+
+  /** Every registration, in declaration order. */
+  get registrations(): readonly Registration[] {
+    return this.#registrations;
+  }
+
+  /** The distinct selectors in use. */
+  selectors(): SelectorFields[] {
+    const seen = new Map<string, SelectorFields>();
+    for (const r of this.#registrations) seen.set(JSON.stringify(r.selector), r.selector);
+    return [...seen.values()];
+  }
+
+  /**
+   * The handlers serving a resolved resource.
+   * @param resource A resource the selectors were resolved to.
+   * @param served Which selectors (by JSON key) resolved to this resource.
+   * @returns Its changing and watching handlers, in declaration order.
+   */
+  handlersFor(
+    resource: Resource,
+    served?: ReadonlySet<string>,
+  ): { changing: ChangingHandler[]; watching: WatchingHandler[] } {
+    const changing: ChangingHandler[] = [];
+    const watching: WatchingHandler[] = [];
+    for (const { selector, handler } of this.#registrations) {
+      const ok = served
+        ? served.has(JSON.stringify(selector))
+        : matchesResource(selector, resource);
+      if (!ok) continue;
+      if (handler.kind === "changing") changing.push(handler);
+      else watching.push(handler);
+    }
+    return { changing, watching };
+  }
+}
+
+let defaultRegistry = new OperatorRegistry();
+
+/** The registry used by `on.*` when no `registry` option is given. */
+export function getDefaultRegistry(): OperatorRegistry {
+  return defaultRegistry;
+}
+
+/**
+ * Replaces the default registry.
+ * @param registry The new default registry.
+ */
+export function setDefaultRegistry(registry: OperatorRegistry): void {
+  defaultRegistry = registry;
+}
+
+/** Whether the filters that do not depend on the cause (labels, annotations, when, field value) pass. */
+export function matchesBodyFilters(
+  handler: ResourceHandler,
+  body: KubeObject,
+  context: unknown,
+): boolean {
+  if (!matchMeta(handler.labels, body.metadata?.labels, context)) return false;
+  if (!matchMeta(handler.annotations, body.metadata?.annotations, context)) return false;
+  if (handler.field && !(handler.kind === "changing" && handler.fieldMustChange)) {
+    if (
+      !matchValue(
+        handler.value === undefined ? PRESENT : handler.value,
+        resolve(body, handler.field),
+        context,
+      )
+    ) return false;
+  }
+  if (handler.when && !(handler.when as WhenCallback<unknown>)(context)) return false;
+  return true;
+}
+
+/**
+ * Selects the changing handlers for a cause (before progress: finished handlers are filtered
+ * later). One function registered for several reasons (e.g. create and resume) appears once.
+ *
+ * @param handlers The resource's changing handlers.
+ * @param cause The detected cause.
+ * @param body The object.
+ * @param contextFor Builds the filter context for a handler (lazily, per handler).
+ * @returns The matching handlers, in declaration order.
+ */
+export function matchChangingHandlers(
+  handlers: readonly ChangingHandler[],
+  cause: ChangingCause,
+  body: KubeObject,
+  contextFor: (handler: ChangingHandler) => unknown,
+): ChangingHandler[] {
+  const selected: ChangingHandler[] = [];
+  const seen = new Set<string>();
+  for (const handler of handlers) {
+    if (!reasonMatches(handler, cause, body)) continue;
+    if (
+      handler.field && handler.fieldMustChange && !fieldChangeMatches(handler, cause, contextFor)
+    ) continue;
+    if (!matchesBodyFilters(handler, body, contextFor(handler))) continue;
+    if (seen.has(handler.id)) continue;
+    seen.add(handler.id);
+    selected.push(handler);
+  }
+  return selected;
+}
+
+function reasonMatches(handler: ChangingHandler, cause: ChangingCause, body: KubeObject): boolean {
+  const reason = cause.reason;
+  if (reason === "noop" || reason === "free" || reason === "gone") return false;
+  if (handler.reason === undefined) return reason === "create" || reason === "update";
+  if (handler.reason === "resume") {
+    const resumable = reason === "resume" || (reason === "update" && cause.initial);
+    return resumable && (handler.deleted || !isDeletionRequested(body));
+  }
+  return handler.reason === reason;
+}
+
+function fieldChangeMatches(
+  handler: ChangingHandler,
+  cause: ChangingCause,
+  contextFor: (h: ChangingHandler) => unknown,
+): boolean {
+  const field = handler.field!;
+  if (reduce(cause.diff, field).length === 0) return false;
+  const oldValue = resolve(cause.old, field);
+  const newValue = resolve(cause.new, field);
+  const context = contextFor(handler);
+  if (handler.value !== undefined) {
+    return matchValue(handler.value, oldValue, context) ||
+      matchValue(handler.value, newValue, context);
+  }
+  if (handler.old !== undefined && !matchValue(handler.old, oldValue, context)) return false;
+  if (handler.new !== undefined && !matchValue(handler.new, newValue, context)) return false;
+  return true;
+}
+
+/**
+ * Whether any handler needing the finalizer (non-optional delete handlers) matches the object.
+ * @param handlers The resource's changing handlers.
+ * @param body The object.
+ * @param contextFor Builds the filter context for a handler.
+ * @returns Whether the finalizer should be on the object.
+ */
+export function requiresFinalizer(
+  handlers: readonly ChangingHandler[],
+  body: KubeObject,
+  contextFor: (handler: ChangingHandler) => unknown,
+): boolean {
+  return handlers.some((h) => h.requiresFinalizer && matchesBodyFilters(h, body, contextFor(h)));
+}
+
+/**
+ * Fields outside the essence that handlers watch (e.g. `status.phase`), to keep in the essence.
+ * @param handlers The resource's changing handlers.
+ * @returns Field paths under `status` or `metadata` that field handlers use.
+ */
+export function extraEssenceFields(handlers: readonly ChangingHandler[]): string[][] {
+  return handlers.filter((h) => h.field && (h.field[0] === "status" || h.field[0] === "metadata"))
+    .map((h) => [...h.field!]);
+}

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { Patch } from "../structs/patches.ts";
+import {
+  AnnotationKeys,
+  detectMarkedPrefixes,
+  makeSafeKey,
+  makeSuffix,
+  markKey,
+  removeAnnotations,
+  removeEmptyStanzas,
+  storeMarker,
+} from "./conventions.ts";
+// Produced by real Python Kopf (kopf==1.45.2) with tests/compat/kopf_formats.py; see there.
+import KOPF from "../../tests/compat/kopf_formats.json" with { type: "json" };
+
+Deno.test("AnnotationKeys.make() produces Kopf's V2 and V1 keys for all recorded ids", () => {
+  assert.ok(KOPF.keys.length >= 100);
+  for (const { prefix, v1, key, keys } of KOPF.keys) {
+    assert.deepEqual(new AnnotationKeys({ prefix, v1 }).make(key), keys, `${prefix} ${v1} ${key}`);
+  }
+});
+
+Deno.test("AnnotationKeys.make() defaults to kopf.zalando.org with V1 keys", () => {
+  const keys = new AnnotationKeys();
+  assert.deepEqual(keys.make("create_fn"), ["kopf.zalando.org/create_fn"]);
+  assert.deepEqual(keys.make("a".repeat(70)), [
+    `kopf.zalando.org/${"a".repeat(56)}-DKa84Q`,
+    `kopf.zalando.org/${"a".repeat(39)}-DKa84Q`,
+  ]);
+  assert.throws(() => new AnnotationKeys({ prefix: "" }), RangeError);
+});
+
+Deno.test("AnnotationKeys.make() marks keys of ReplicaSets owned by Deployments", () => {
+  const keys = new AnnotationKeys();
+  assert.deepEqual(keys.make("create_fn", KOPF.inputs.RS_BODY), KOPF.marked_keys);
+  assert.equal(markKey("k", { kind: "ReplicaSet", metadata: {} }), "k");
+  assert.equal(
+    markKey("k", { kind: "Pod", metadata: { ownerReferences: [{ kind: "Deployment" }] } }),
+    "k",
+  );
+});
+
+Deno.test("makeSuffix() hashes like Kopf", () => {
+  for (const [text, suffix] of Object.entries(KOPF.suffixes)) {
+    assert.equal(makeSuffix(text), suffix, text);
+  }
+});
+
+Deno.test("makeSafeKey() replaces slashes and angle brackets", () => {
+  assert.equal(makeSafeKey("a/b<c>d"), "a.b_c_d");
+});
+
+Deno.test("detectMarkedPrefixes() finds Kopf's prefixes, subdomains and marked prefixes", () => {
+  const found = detectMarkedPrefixes([
+    "kopf.zalando.org/create_fn",
+    "other.kopf.zalando.org/x",
+    "notkopf.zalando.org/x",
+    "example.com/kopf-managed",
+    "example.com/last-handled-configuration",
+    "unmarked.example.com/x",
+    "no-prefix",
+  ]);
+  assert.deepEqual([...found].sort(), [
+    "example.com",
+    "kopf.zalando.org",
+    "other.kopf.zalando.org",
+  ]);
+});
+
+Deno.test("storeMarker() marks custom prefixes once and never Kopf's own", () => {
+  const patch = new Patch();
+  storeMarker("kopf.zalando.org", patch, {});
+  storeMarker("kopf.example.com", patch, {});
+  assert.equal(patch.isEmpty, true);
+  storeMarker("example.com", patch, {});
+  assert.deepEqual(patch.body, {
+    metadata: { annotations: { "example.com/kopf-managed": "yes" } },
+  });
+  const marked = new Patch();
+  storeMarker("example.com", marked, {
+    metadata: { annotations: { "example.com/kopf-managed": "yes" } },
+  });
+  assert.equal(marked.isEmpty, true);
+});
+
+Deno.test("removeAnnotations() and removeEmptyStanzas() clean essences in place", () => {
+  const essence: Record<string, unknown> = {
+    spec: {},
+    metadata: { annotations: { a: "1", b: "2" }, labels: {} },
+    status: null,
+  };
+  removeAnnotations(essence, ["a", "absent"]);
+  removeEmptyStanzas(essence);
+  assert.deepEqual(essence, { spec: {}, metadata: { annotations: { b: "2" } } });
+  removeAnnotations(essence, ["b"]);
+  removeEmptyStanzas(essence);
+  assert.deepEqual(essence, { spec: {} });
+});

@@ -1,0 +1,304 @@
+/**
+ * Diff-base storages: the last handled "essence" of an object, to diff new versions against.
+ *
+ * The essence is what counts as an essential change: the body without `apiVersion`, `kind`,
+ * `status` and all of `metadata` except `labels` and `annotations`; minus the annotations of any
+ * Kopf-based operator (prefixes `kopf.zalando.org`, its subdomains, and any prefix carrying a
+ * `<prefix>/kopf-managed` marker) and `kubectl.kubernetes.io/last-applied-configuration`; plus
+ * any extra fields handlers watch (e.g. `status.phase` for a field handler); minus configured
+ * ignored fields; with empty stanzas dropped. Key order follows the body's, with `metadata`
+ * moved after the other fields, as in Kopf.
+ *
+ * Formats are Kopf's, so objects handled by Python Kopf look handled to us and vice versa:
+ * - {@linkcode AnnotationsDiffBaseStorage} (the default):
+ *   `metadata.annotations["kopf.zalando.org/last-handled-configuration"]` = compact JSON of the
+ *   essence as Python prints it (see `_pyjson.ts`) plus a trailing newline, like kubectl's own;
+ * - {@linkcode StatusDiffBaseStorage}: `status.kopf.last-handled-configuration` = the same JSON
+ *   without the newline.
+ *
+ * Not done here: deciding when to store (only after all handlers of a cause are done, and only
+ * if the essence changed) — that is the reactor's job.
+ * @module
+ */
+
+import {
+  cherrypick,
+  deepCopy,
+  ensure,
+  type FieldPath,
+  type FieldSpec,
+  isMapping,
+  type Mapping,
+  parseField,
+  remove,
+  resolve,
+} from "../structs/dicts.ts";
+import type { Patch } from "../structs/patches.ts";
+import { dumpCompact } from "./_pyjson.ts";
+import {
+  AnnotationKeys,
+  type AnnotationKeysOptions,
+  detectMarkedPrefixes,
+  type Essence,
+  IGNORED_ANNOTATIONS,
+  removeAnnotations,
+  removeEmptyStanzas,
+  storeMarker,
+} from "./conventions.ts";
+
+export type { Essence } from "./conventions.ts";
+
+/** Arguments of {@linkcode DiffBaseStorage.build}. */
+export interface DiffBaseBuildArgs {
+  /** The object. */
+  readonly body: Mapping;
+  /** Fields to keep although they would be dropped (e.g. `status.phase`). */
+  readonly extraFields?: Iterable<FieldSpec>;
+}
+
+/** Arguments of {@linkcode DiffBaseStorage.fetch}. */
+export interface DiffBaseFetchArgs {
+  /** The object as last seen. */
+  readonly body: Mapping;
+}
+
+/** Arguments of {@linkcode DiffBaseStorage.store}. */
+export interface DiffBaseStoreArgs {
+  /** The object as last seen. */
+  readonly body: Mapping;
+  /** The cycle's patch to write into. */
+  readonly patch: Patch;
+  /** The essence to store (as built by {@linkcode DiffBaseStorage.build}). */
+  readonly essence: Essence;
+}
+
+/** Options common to all diff-base storages. */
+export interface DiffBaseStorageOptions {
+  /**
+   * Fields removed from every essence, so their changes never count (e.g. `spec.replicas`).
+   * @default {[]}
+   */
+  readonly ignoredFields?: Iterable<FieldSpec>;
+}
+
+/**
+ * The interface of all diff-base storages; extend it for a custom one. `build` is usually
+ * inherited as is; `fetch` and `store` define where the essence lives.
+ */
+export abstract class DiffBaseStorage {
+  /** Fields removed from every essence. */
+  readonly ignoredFields: readonly FieldSpec[];
+
+  /**
+   * Set up the common essence rules.
+   * @param options The ignored fields.
+   */
+  constructor(options: DiffBaseStorageOptions = {}) {
+    this.ignoredFields = Object.freeze([...(options.ignoredFields ?? [])]);
+  }
+
+  /**
+   * Compute the essence of an object (see the module description for the exact rules).
+   * @param args The body and the extra fields to keep.
+   * @returns A new essence, sharing nothing with the body.
+   */
+  build({ body, extraFields }: DiffBaseBuildArgs): Essence {
+    const essence = deepCopy({ ...body }) as Essence;
+    for (const key of ["apiVersion", "kind", "metadata", "status"]) delete essence[key];
+    cherrypick(body, essence, ["metadata.labels", "metadata.annotations"]);
+
+    const annotations = resolve(essence, "metadata.annotations");
+    if (isMapping(annotations)) {
+      const foreign = detectMarkedPrefixes(Object.keys(annotations));
+      for (const key of Object.keys(annotations)) {
+        const prefix = key.includes("/") ? key.slice(0, key.indexOf("/")) : null;
+        if ((prefix !== null && foreign.has(prefix)) || IGNORED_ANNOTATIONS.includes(key)) {
+          delete annotations[key];
+        }
+      }
+    }
+
+    cherrypick(body, essence, extraFields);
+    removeEmptyStanzas(essence);
+    for (const field of this.ignoredFields) {
+      if (parseField(field).length) remove(essence, field);
+    }
+    return essence;
+  }
+
+  /** Read the stored essence, or `null` if there is none. */
+  abstract fetch(args: DiffBaseFetchArgs): Essence | null;
+
+  /** Write the essence into the patch. */
+  abstract store(args: DiffBaseStoreArgs): void;
+}
+
+/** Options for {@linkcode AnnotationsDiffBaseStorage}. */
+export interface AnnotationsDiffBaseStorageOptions
+  extends DiffBaseStorageOptions, AnnotationKeysOptions {
+  /**
+   * The record key (the annotation name before shortening).
+   * @default {"last-handled-configuration"}
+   */
+  readonly key?: string;
+}
+
+/**
+ * The essence as compact JSON in an annotation (Kopf's default).
+ * @example The default annotation
+ * ```ts
+ * import { AnnotationsDiffBaseStorage } from "./diffbase.ts";
+ * import { Patch } from "../structs/patches.ts";
+ * const storage = new AnnotationsDiffBaseStorage();
+ * const body = { kind: "KopfExample", metadata: { name: "x" }, spec: { size: 1 } };
+ * const patch = new Patch();
+ * storage.store({ body, patch, essence: storage.build({ body }) });
+ * patch.annotations["kopf.zalando.org/last-handled-configuration"]; // '{"spec":{"size":1}}\n'
+ * ```
+ */
+export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
+  /** The key former (prefix, V1 flag). */
+  readonly keys: AnnotationKeys;
+  /** The record key. */
+  readonly key: string;
+
+  /**
+   * Create the storage.
+   * @param options Prefix, key, V1 keys, ignored fields.
+   * @throws {RangeError} If the prefix is empty.
+   */
+  constructor(options: AnnotationsDiffBaseStorageOptions = {}) {
+    super(options);
+    this.keys = new AnnotationKeys(options);
+    this.key = options.key ?? "last-handled-configuration";
+  }
+
+  /** The annotations prefix. */
+  get prefix(): string {
+    return this.keys.prefix;
+  }
+
+  /** The common essence, minus this storage's own annotations. */
+  override build(args: DiffBaseBuildArgs): Essence {
+    const essence = super.build(args);
+    removeAnnotations(essence, this.keys.make(this.key, args.body));
+    removeEmptyStanzas(essence);
+    return essence;
+  }
+
+  /**
+   * Parse the first key version that holds an essence (V2, then V1).
+   * @throws {SyntaxError} If the annotation is not JSON (as Kopf, rather than re-creating).
+   */
+  fetch({ body }: DiffBaseFetchArgs): Essence | null {
+    for (const fullKey of this.keys.make(this.key, body)) {
+      const encoded = resolve(body, ["metadata", "annotations", fullKey]);
+      const decoded: unknown = typeof encoded === "string" ? JSON.parse(encoded) : null;
+      if (isMapping(decoded)) return decoded;
+    }
+    return null;
+  }
+
+  /** Write the essence under all key versions, plus the prefix marker for custom prefixes. */
+  store({ body, patch, essence }: DiffBaseStoreArgs): void {
+    const encoded = `${dumpCompact(essence)}\n`;
+    for (const fullKey of this.keys.make(this.key, body)) {
+      ensure(patch.body, ["metadata", "annotations", fullKey], encoded);
+    }
+    storeMarker(this.prefix, patch, body);
+  }
+}
+
+/** Options for {@linkcode StatusDiffBaseStorage}. */
+export interface StatusDiffBaseStorageOptions extends DiffBaseStorageOptions {
+  /**
+   * The name substituted for `{name}` in the field template.
+   * @default {"kopf"}
+   */
+  readonly name?: string;
+  /**
+   * Where the essence lives; a string may contain `{name}`.
+   * @default {"status.{name}.last-handled-configuration"}
+   */
+  readonly field?: FieldSpec;
+}
+
+/**
+ * The essence as a JSON string in the status (a string, so merge patches replace it whole).
+ * Caveat: structural CRD schemas prune unknown status fields.
+ */
+export class StatusDiffBaseStorage extends DiffBaseStorage {
+  /** The parsed field. */
+  readonly field: FieldPath;
+
+  /**
+   * Create the storage.
+   * @param options Name, field template, ignored fields.
+   */
+  constructor(options: StatusDiffBaseStorageOptions = {}) {
+    super(options);
+    const field = options.field ?? "status.{name}.last-handled-configuration";
+    const name = options.name ?? "kopf";
+    this.field = parseField(typeof field === "string" ? field.replaceAll("{name}", name) : field);
+  }
+
+  /** The common essence, minus this storage's own field (if extra fields brought it in). */
+  override build(args: DiffBaseBuildArgs): Essence {
+    const essence = super.build(args);
+    if (this.field.length) remove(essence, this.field);
+    return essence;
+  }
+
+  /**
+   * Parse the stored JSON string; a missing or non-string field counts as absent.
+   * @throws {SyntaxError} If the string is not JSON.
+   */
+  fetch({ body }: DiffBaseFetchArgs): Essence | null {
+    const encoded = resolve(body, this.field);
+    const decoded: unknown = typeof encoded === "string" ? JSON.parse(encoded) : null;
+    return isMapping(decoded) ? decoded : null;
+  }
+
+  /** Write the essence as a compact JSON string (no trailing newline). */
+  store({ patch, essence }: DiffBaseStoreArgs): void {
+    ensure(patch.body, this.field, dumpCompact(essence));
+  }
+}
+
+/** Several storages as one: reads from the first that has an essence, writes to all. */
+export class MultiDiffBaseStorage extends DiffBaseStorage {
+  /** The storages, in reading priority. */
+  readonly storages: readonly DiffBaseStorage[];
+
+  /**
+   * Combine storages.
+   * @param storages The storages, in reading priority.
+   */
+  constructor(storages: readonly DiffBaseStorage[]) {
+    super();
+    this.storages = Object.freeze([...storages]);
+  }
+
+  /** The common essence, then cleaned by every storage in turn (each sees it as a body). */
+  override build(args: DiffBaseBuildArgs): Essence {
+    const extraFields = [...(args.extraFields ?? [])];
+    return this.storages.reduce(
+      (essence, storage) => storage.build({ body: essence, extraFields }),
+      super.build({ body: args.body, extraFields }),
+    );
+  }
+
+  /** The first essence found, in storage order. */
+  fetch(args: DiffBaseFetchArgs): Essence | null {
+    for (const storage of this.storages) {
+      const essence = storage.fetch(args);
+      if (essence !== null) return essence;
+    }
+    return null;
+  }
+
+  /** Store in every storage. */
+  store(args: DiffBaseStoreArgs): void {
+    for (const storage of this.storages) storage.store(args);
+  }
+}

@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { diff } from "../structs/diffs.ts";
+import { Patch } from "../structs/patches.ts";
+import { dumpCompact } from "./_pyjson.ts";
+import {
+  AnnotationsDiffBaseStorage,
+  type DiffBaseStorage,
+  MultiDiffBaseStorage,
+  StatusDiffBaseStorage,
+} from "./diffbase.ts";
+// Produced by real Python Kopf (kopf==1.45.2) with tests/compat/kopf_formats.py: the same
+// storage calls on the same inputs, the resulting essences/patches dumped as JSON.
+import KOPF from "../../tests/compat/kopf_formats.json" with { type: "json" };
+
+const { RICH_BODY, MINIMAL_BODY, STORED_BODY } = KOPF.inputs;
+const EXPECTED = KOPF.diffbase;
+const LHC = "kopf.zalando.org/last-handled-configuration";
+
+/** Same content and same key order (the order decides the stored string). */
+function assertSameEssence(actual: unknown, expected: unknown): void {
+  assert.deepEqual(actual, expected);
+  assert.equal(dumpCompact(actual), dumpCompact(expected));
+}
+
+function patchOf(fn: (patch: Patch) => void): unknown {
+  const patch = new Patch();
+  fn(patch);
+  return patch.toJSON();
+}
+
+const dflt = new AnnotationsDiffBaseStorage();
+const statusDb = new StatusDiffBaseStorage();
+const multi = new MultiDiffBaseStorage([dflt, statusDb]);
+
+Deno.test("DiffBaseStorage.build() computes Kopf's essence exactly, key order included", () => {
+  const extra = ["status.field", "metadata.name", "spec.absent", "status.absent.x"];
+  assertSameEssence(dflt.build({ body: RICH_BODY }), EXPECTED.build);
+  assertSameEssence(dflt.build({ body: RICH_BODY, extraFields: extra }), EXPECTED.build_extra);
+  assertSameEssence(dflt.build({ body: MINIMAL_BODY }), EXPECTED.build_minimal);
+  const ignoring = new AnnotationsDiffBaseStorage({
+    ignoredFields: ["spec.nested", "spec.absent.x"],
+  });
+  assertSameEssence(ignoring.build({ body: RICH_BODY }), EXPECTED.build_ignored);
+  const custom = new AnnotationsDiffBaseStorage({
+    prefix: "example.com",
+    key: "diff-base",
+    v1: false,
+  });
+  assertSameEssence(custom.build({ body: RICH_BODY }), EXPECTED.build_custom);
+  assertSameEssence(
+    statusDb.build({ body: RICH_BODY, extraFields: ["status.kopf", "status.field"] }),
+    EXPECTED.build_status,
+  );
+  assertSameEssence(
+    multi.build({ body: RICH_BODY, extraFields: ["status.field"] }),
+    EXPECTED.build_multi,
+  );
+});
+
+Deno.test("DiffBaseStorage.build() shares nothing with the body", () => {
+  const body = structuredClone(RICH_BODY);
+  const essence = dflt.build({ body }) as { spec: { items: string[] } };
+  essence.spec.items.push("x");
+  assert.deepEqual(body, RICH_BODY);
+});
+
+Deno.test("AnnotationsDiffBaseStorage.store() writes the same string as Python Kopf", () => {
+  const store = (
+    storage: DiffBaseStorage,
+    body: Record<string, unknown>,
+    essence = storage.build({ body }),
+  ) => patchOf((patch) => storage.store({ body, patch, essence }));
+  assert.deepEqual(store(dflt, RICH_BODY), EXPECTED.store);
+  assert.deepEqual(
+    store(dflt, RICH_BODY, dflt.build({ body: RICH_BODY, extraFields: ["status.field"] })),
+    EXPECTED.store_extra,
+  );
+  assert.deepEqual(store(dflt, {}, dflt.build({ body: MINIMAL_BODY })), EXPECTED.store_minimal);
+  const custom = new AnnotationsDiffBaseStorage({
+    prefix: "example.com",
+    key: "diff-base",
+    v1: false,
+  });
+  assert.deepEqual(store(custom, RICH_BODY), EXPECTED.store_custom);
+  const long = new AnnotationsDiffBaseStorage({ key: "k".repeat(70) });
+  assert.deepEqual(store(long, {}, { spec: { a: 1 } }), EXPECTED.store_long_key);
+  assert.deepEqual(store(statusDb, RICH_BODY), EXPECTED.store_status);
+  assert.deepEqual(store(multi, RICH_BODY), EXPECTED.store_multi);
+});
+
+Deno.test("the default diff-base annotation is compact JSON with a trailing newline", () => {
+  const body = {
+    apiVersion: "v1",
+    kind: "X",
+    metadata: { name: "n", labels: { a: "b" } },
+    spec: { size: 1 },
+  };
+  const patch = new Patch();
+  dflt.store({ body, patch, essence: dflt.build({ body }) });
+  assert.equal(patch.annotations[LHC], '{"spec":{"size":1},"metadata":{"labels":{"a":"b"}}}\n');
+});
+
+Deno.test("fetch() reads what Kopf stored, in storage order for Multi", () => {
+  assert.deepEqual(dflt.fetch({ body: STORED_BODY }), EXPECTED.fetch);
+  assert.deepEqual(statusDb.fetch({ body: STORED_BODY }), EXPECTED.fetch_status);
+  assert.deepEqual(multi.fetch({ body: STORED_BODY }), EXPECTED.fetch_multi);
+  assert.equal(dflt.fetch({ body: {} }), EXPECTED.fetch_absent);
+  assert.equal(
+    statusDb.fetch({ body: { status: { kopf: { "last-handled-configuration": 1 } } } }),
+    null,
+  );
+});
+
+Deno.test("an object stored by Python Kopf shows no diff to us, and ours shows none either", () => {
+  const stored = {
+    ...RICH_BODY,
+    metadata: {
+      ...RICH_BODY.metadata,
+      annotations: { ...RICH_BODY.metadata.annotations, ...EXPECTED.store.metadata.annotations },
+    },
+  };
+  assert.deepEqual(diff(dflt.fetch({ body: stored }), dflt.build({ body: stored })), []);
+
+  const patch = new Patch();
+  dflt.store({ body: RICH_BODY, patch, essence: dflt.build({ body: RICH_BODY }) });
+  const ours = {
+    ...RICH_BODY,
+    metadata: {
+      ...RICH_BODY.metadata,
+      annotations: { ...RICH_BODY.metadata.annotations, ...patch.annotations },
+    },
+  };
+  assert.deepEqual(diff(dflt.fetch({ body: ours }), dflt.build({ body: ours })), []);
+});
+
+Deno.test("Kopf-marked annotations of other operators never enter the essence", () => {
+  const body = {
+    metadata: {
+      annotations: {
+        "op-b.example.com/kopf-managed": "yes",
+        "op-b.example.com/create_fn": "{}",
+        "sub.kopf.zalando.org/x": "1",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+        "keep.example.com/x": "1",
+      },
+    },
+  };
+  assert.deepEqual(dflt.build({ body }), {
+    metadata: { annotations: { "keep.example.com/x": "1" } },
+  });
+});

@@ -1,0 +1,273 @@
+/**
+ * Operator settings: one mutable object per operator, grouped in sections as in Kopf, with
+ * Kopf's defaults unless noted. Startup handlers may change them before anything is watched.
+ *
+ * Durations are in seconds (as in Kopf) unless the field name says otherwise.
+ * Deliberate differences from Kopf are marked "Differs from Kopf" and listed in docs/settings.md.
+ * @module
+ */
+
+import { AnnotationsDiffBaseStorage, type DiffBaseStorage } from "./diffbase.ts";
+import { type ProgressStorage, SmartProgressStorage } from "./progress.ts";
+
+/** Log levels, lowest first. */
+export type LogLevel = "debug" | "info" | "warning" | "error" | "critical";
+
+/** Numeric order of {@link LogLevel}s, for comparisons. */
+export const LOG_LEVELS: Readonly<Record<LogLevel, number>> = {
+  debug: 10,
+  info: 20,
+  warning: 30,
+  error: 40,
+  critical: 50,
+};
+
+/** `settings.process`: the operator process. */
+export interface ProcessSettings {
+  /** After SIGTERM/SIGINT, exit forcefully if graceful exit takes longer (null: never). @default 600 */
+  ultimateExitingTimeout: number | null;
+  /** Grace period for handlers and daemons to finish after the stop signal. @default 5 */
+  gracePeriod: number;
+}
+
+/** `settings.posting`: object log messages posted as Kubernetes Events. */
+export interface PostingSettings {
+  /** Post object log messages as Events. @default true */
+  enabled: boolean;
+  /** Lowest level that is posted. @default "info" */
+  level: LogLevel;
+  /** `reportingComponent` / `source.component` of Events. @default "kopf" */
+  reportingComponent: string;
+  /** `reportingInstance` of Events. @default "dev" */
+  reportingInstance: string;
+  /** Prefix of generated Event names. @default "kopf-event-" */
+  eventNamePrefix: string;
+  /**
+   * Identical Events (same object, type, reason, message) within this window are folded into
+   * one with a count, and at most `maxPerObjectPerWindow` distinct Events per object are posted
+   * per window; the rest are counted and summarised. Differs from Kopf (which posts each one).
+   * @default 5
+   */
+  aggregationWindow: number;
+  /** See `aggregationWindow`. @default 10 */
+  maxPerObjectPerWindow: number;
+}
+
+/** `settings.peering`: cooperation of several operators (a later feature; flags accepted). */
+export interface PeeringSettings {
+  /** Peering object name. @default "default" */
+  name: string;
+  /** Operator priority. @default 0 */
+  priority: number;
+  /** Fail if the peering object is absent. @default false */
+  mandatory: boolean;
+  /** Run without peering. @default false */
+  standalone: boolean;
+  /** Do not announce ourselves. @default false */
+  stealth: boolean;
+  /** Seconds a peer is considered alive after its last keep-alive. @default 60 */
+  lifetime: number;
+  /** Cluster-wide peering (ClusterKopfPeering) instead of namespaced. @default false */
+  clusterwide: boolean;
+}
+
+/** `settings.watching`: watch streams. */
+export interface WatchingSettings {
+  /** Connection timeout of watch requests (null: networking.connectTimeout). @default null */
+  connectTimeout: number | null;
+  /** `timeoutSeconds` sent to the server for each watch request. Differs from Kopf (null). @default 300 */
+  serverTimeout: number | null;
+  /** Total client-side duration of one watch request (null: forever). @default null */
+  clientTimeout: number | null;
+  /** Pause between watch reconnections. @default 0.1 */
+  reconnectBackoff: number;
+  /**
+   * A stream with no events and no bookmarks for this long is considered stalled and reopened.
+   * Not in Kopf (whose streams can stall silently). @default 120
+   */
+  inactivityTimeout: number;
+}
+
+/** `settings.queueing` (Kopf's `batching`): per-object workers. */
+export interface QueueingSettings {
+  /** Maximum concurrently processed objects per watch stream (null: unlimited). @default null */
+  workerLimit: number | null;
+  /** An idle per-object worker exits after this long. @default 5 */
+  idleTimeout: number;
+  /** Events of one object arriving within this window are coalesced to the latest. @default 0.1 */
+  batchWindow: number;
+  /** Time for workers to finish when their watch stream stops. @default 2 */
+  exitTimeout: number;
+  /** Per-object delays after unexpected errors; the last one repeats. @default Fibonacci 1…610 */
+  errorDelays: number[];
+}
+
+/** `settings.scanning`: observation of namespaces and CRDs. */
+export interface ScanningSettings {
+  /** Disable dynamic observation; serve what exists at startup only. @default false */
+  disabled: boolean;
+}
+
+/** `settings.admission`: webhooks (a later feature). */
+export interface AdmissionSettings {
+  /** Webhook server (a later feature). @default null */
+  server: unknown;
+  /** Name of managed webhook configurations. @default null */
+  managed: string | null;
+}
+
+/** `settings.execution`: running handlers. */
+export interface ExecutionSettings {
+  /** Maximum concurrently running handlers across all objects (null: unlimited). @default null */
+  maxWorkers: number | null;
+}
+
+/** `settings.background`: daemons and timers (a later feature). */
+export interface BackgroundSettings {
+  /** How often a stopping daemon without a cancellation timeout is re-checked. @default 60 */
+  cancellationPolling: number;
+  /** Wait for a stopping daemon to exit instantly. @default null */
+  instantExitTimeout: number | null;
+  /** Zero-time cycles to wait for instant exit. @default 10 */
+  instantExitZeroTimeCycles: number;
+}
+
+/** `settings.networking`: API requests. */
+export interface NetworkingSettings {
+  /** Timeout of one request (not watches). @default 300 */
+  requestTimeout: number;
+  /** TCP/TLS connection timeout (null: requestTimeout). @default null */
+  connectTimeout: number | null;
+  /** Delays between retries of network errors, 429 and 5xx. @default [1, 1, 2, 3, 5, 8, 13, 21] */
+  errorBackoffs: number[];
+  /** Client-side rate limit in requests per second (0: none). Not in Kopf. @default 0 */
+  qps: number;
+  /** Burst size of the rate limit. Not in Kopf. @default 10 */
+  burst: number;
+}
+
+/** `settings.persistence`: where state lives on objects. */
+export interface PersistenceSettings {
+  /** Finalizer name. @default "kopf.zalando.org/KopfFinalizerMarker" */
+  finalizer: string;
+  /** Where handler progress is stored. @default new SmartProgressStorage() */
+  progressStorage: ProgressStorage;
+  /** Where the last handled essence is stored. @default new AnnotationsDiffBaseStorage() */
+  diffbaseStorage: DiffBaseStorage;
+}
+
+/** All settings of one operator. */
+export interface OperatorSettings {
+  /** The operator process. */
+  process: ProcessSettings;
+  /** Events posting. */
+  posting: PostingSettings;
+  /** Peering. */
+  peering: PeeringSettings;
+  /** Watch streams. */
+  watching: WatchingSettings;
+  /** Per-object workers. */
+  queueing: QueueingSettings;
+  /** Alias of `queueing`, Kopf's historical name. */
+  readonly batching: QueueingSettings;
+  /** Observation of namespaces and CRDs. */
+  scanning: ScanningSettings;
+  /** Webhooks. */
+  admission: AdmissionSettings;
+  /** Running handlers. */
+  execution: ExecutionSettings;
+  /** Daemons and timers. */
+  background: BackgroundSettings;
+  /** API requests. */
+  networking: NetworkingSettings;
+  /** State on objects. */
+  persistence: PersistenceSettings;
+}
+
+/** Kopf's default finalizer. */
+export const DEFAULT_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+
+/**
+ * Creates settings with the defaults, optionally overriding parts of sections.
+ *
+ * @param overrides Partial sections to merge over the defaults.
+ * @returns A fresh, mutable settings object.
+ * @example
+ * ```ts
+ * import { createSettings } from "./settings.ts";
+ * const settings = createSettings({ posting: { enabled: false } });
+ * settings.persistence.finalizer = "example.com/my-finalizer";
+ * ```
+ */
+export function createSettings(
+  overrides: { [K in keyof OperatorSettings]?: Partial<OperatorSettings[K]> } = {},
+): OperatorSettings {
+  const queueing: QueueingSettings = {
+    workerLimit: null,
+    idleTimeout: 5,
+    batchWindow: 0.1,
+    exitTimeout: 2,
+    errorDelays: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
+    ...overrides.queueing,
+    ...overrides.batching,
+  };
+  const settings: OperatorSettings = {
+    process: { ultimateExitingTimeout: 600, gracePeriod: 5, ...overrides.process },
+    posting: {
+      enabled: true,
+      level: "info",
+      reportingComponent: "kopf",
+      reportingInstance: "dev",
+      eventNamePrefix: "kopf-event-",
+      aggregationWindow: 5,
+      maxPerObjectPerWindow: 10,
+      ...overrides.posting,
+    },
+    peering: {
+      name: "default",
+      priority: 0,
+      mandatory: false,
+      standalone: false,
+      stealth: false,
+      lifetime: 60,
+      clusterwide: false,
+      ...overrides.peering,
+    },
+    watching: {
+      connectTimeout: null,
+      serverTimeout: 300,
+      clientTimeout: null,
+      reconnectBackoff: 0.1,
+      inactivityTimeout: 120,
+      ...overrides.watching,
+    },
+    queueing,
+    get batching() {
+      return this.queueing;
+    },
+    scanning: { disabled: false, ...overrides.scanning },
+    admission: { server: null, managed: null, ...overrides.admission },
+    execution: { maxWorkers: null, ...overrides.execution },
+    background: {
+      cancellationPolling: 60,
+      instantExitTimeout: null,
+      instantExitZeroTimeCycles: 10,
+      ...overrides.background,
+    },
+    networking: {
+      requestTimeout: 300,
+      connectTimeout: null,
+      errorBackoffs: [1, 1, 2, 3, 5, 8, 13, 21],
+      qps: 0,
+      burst: 10,
+      ...overrides.networking,
+    },
+    persistence: {
+      finalizer: DEFAULT_FINALIZER,
+      progressStorage: new SmartProgressStorage(),
+      diffbaseStorage: new AnnotationsDiffBaseStorage(),
+      ...overrides.persistence,
+    },
+  };
+  return settings;
+}

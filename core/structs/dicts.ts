@@ -1,0 +1,213 @@
+/**
+ * Field paths and plain-JSON helpers: read, write and remove nested fields of objects as they
+ * come from the Kubernetes API, plus deep copy and deep equality with JSON semantics.
+ *
+ * Everything here is pure and works on plain objects (`JSON.parse` output or object literals).
+ * Reads are "safe": a missing key or a non-object on the way means "absent" (`undefined`), never
+ * an error, because bodies can be corrupted externally and the framework must carry on. Own
+ * properties only: `"constructor"` or `"__proto__"` are ordinary keys here.
+ *
+ * Callers: diffs, patches, and the persistence storages in `core/settings/`.
+ * @module
+ */
+
+/** Any JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+
+/** A JSON object (a "dict"). */
+export interface JsonObject {
+  /** Any field. */
+  [key: string]: JsonValue;
+}
+
+/** A plain object with unknown values: bodies, essences, patches as seen by readers. */
+export type Mapping = Readonly<Record<string, unknown>>;
+
+/** A parsed field path: the keys from the root down; an empty path is the root itself. */
+export type FieldPath = readonly string[];
+
+/**
+ * A field as users write it: `"spec.field"` (split by dots), an array of keys (for keys with
+ * dots in them, like annotation names), or `null`/`undefined` for the root.
+ */
+export type FieldSpec = string | readonly string[] | null | undefined;
+
+/**
+ * Tell whether a value is a plain object (a JSON "dict"), not an array, null or scalar.
+ * @param value Any value.
+ * @returns `true` for plain objects.
+ */
+export function isMapping(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Parse a field specification into a path.
+ * @param field `"a.b.c"`, `["a", "b.c"]`, or `null`/`undefined` for the root.
+ * @returns The path as a frozen array of keys.
+ * @example Dotted and array forms
+ * ```ts
+ * import { parseField } from "./dicts.ts";
+ * parseField("spec.size"); // ["spec", "size"]
+ * parseField(["metadata", "annotations", "example.com/x"]);
+ * ```
+ */
+export function parseField(field: FieldSpec): FieldPath {
+  if (field === null || field === undefined) return Object.freeze([]);
+  if (typeof field === "string") return Object.freeze(field.split("."));
+  return Object.freeze([...field]);
+}
+
+/**
+ * Read a nested field.
+ * @param obj The object to read from (anything; non-objects have no fields).
+ * @param field The field to read.
+ * @returns The value (which may be `null`), or `undefined` if the key is absent or some parent
+ *   on the way is not an object.
+ */
+export function resolve(obj: unknown, field: FieldSpec): unknown {
+  let current: unknown = obj;
+  for (const key of parseField(field)) {
+    if (!isMapping(current) || !Object.hasOwn(current, key)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+/**
+ * Tell whether a nested field is present (even if its value is `null`).
+ * @param obj The object to inspect.
+ * @param field The field to look for; the root is always present.
+ * @returns `true` if every key on the path exists.
+ */
+export function has(obj: unknown, field: FieldSpec): boolean {
+  return resolve(obj, field) !== undefined;
+}
+
+/**
+ * Set a nested field, creating missing parents as empty objects.
+ * @param obj The object to modify in place.
+ * @param field The field to set; must not be the root.
+ * @param value The value to store (as is, not copied).
+ * @throws {RangeError} If the path is empty.
+ * @throws {TypeError} If an existing parent on the way is not an object.
+ */
+export function ensure(obj: Record<string, unknown>, field: FieldSpec, value: unknown): void {
+  const path = parseField(field);
+  if (path.length === 0) {
+    throw new RangeError("Cannot set the root of an object; provide a specific field");
+  }
+  let current: Record<string, unknown> = obj;
+  for (const key of path.slice(0, -1)) {
+    if (!Object.hasOwn(current, key)) assign(current, key, {});
+    const next = current[key];
+    if (!isMapping(next)) {
+      throw new TypeError(`Cannot set a field inside a non-object at ${JSON.stringify(key)}`);
+    }
+    current = next;
+  }
+  assign(current, path[path.length - 1]!, value);
+}
+
+/**
+ * Remove a nested field and every parent that becomes empty because of it.
+ *
+ * Removing an absent field is not an error (the goal is achieved), and neither is a path that
+ * runs through a non-object. Parents that were already empty are left alone unless the removal
+ * went through them.
+ * @param obj The object to modify in place.
+ * @param field The field to remove; must not be the root.
+ * @throws {RangeError} If the path is empty.
+ */
+export function remove(obj: Record<string, unknown>, field: FieldSpec): void {
+  const path = parseField(field);
+  if (path.length === 0) {
+    throw new RangeError("Cannot remove the root of an object; provide a specific field");
+  }
+  removePath(obj, path);
+}
+
+function removePath(obj: Record<string, unknown>, path: FieldPath): void {
+  const [key, ...rest] = path as [string, ...string[]];
+  if (!Object.hasOwn(obj, key)) return;
+  if (rest.length === 0) {
+    delete obj[key];
+    return;
+  }
+  const child = obj[key];
+  if (!isMapping(child)) return;
+  removePath(child, rest);
+  if (Object.keys(child).length === 0) delete obj[key];
+}
+
+/**
+ * Copy the listed fields from one object into another (deep copies), skipping absent ones.
+ * @param src Where to read from.
+ * @param dst Where to write to (in place).
+ * @param fields Which fields to copy; `null`/`undefined` copies nothing.
+ * @throws {TypeError} If a parent in `dst` on the way is not an object.
+ */
+export function cherrypick(
+  src: unknown,
+  dst: Record<string, unknown>,
+  fields: Iterable<FieldSpec> | null | undefined,
+): void {
+  for (const field of fields ?? []) {
+    const value = resolve(src, field);
+    if (value !== undefined) ensure(dst, field, deepCopy(value));
+  }
+}
+
+/**
+ * Deep-copy a JSON-like value: plain objects and arrays are copied, everything else is shared.
+ * @typeParam T The type of the value.
+ * @param value The value to copy.
+ * @returns An independent copy with the same key order.
+ */
+export function deepCopy<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item) => deepCopy(item)) as T;
+  if (isMapping(value)) {
+    const copy: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) assign(copy, key, deepCopy(item));
+    return copy as T;
+  }
+  return value;
+}
+
+/**
+ * Compare two JSON-like values structurally: key order does not matter, array order does,
+ * keys holding `undefined` count as absent (as in `JSON.stringify`), `null` is a value.
+ * @param a One value.
+ * @param b Another value.
+ * @returns `true` if they are equal as JSON.
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => deepEqual(item, b[i]));
+  }
+  if (isMapping(a) && isMapping(b)) {
+    const aKeys = Object.keys(a).filter((key) => a[key] !== undefined);
+    const bKeys = Object.keys(b).filter((key) => b[key] !== undefined);
+    if (aKeys.length !== bKeys.length) return false;
+    return aKeys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]));
+  }
+  return Number.isNaN(a) && Number.isNaN(b);
+}
+
+/** Assign an own property, even for keys like `__proto__` that plain assignment would misread. */
+function assign(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") {
+    Object.defineProperty(obj, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  } else {
+    obj[key] = value;
+  }
+}
