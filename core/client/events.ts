@@ -25,8 +25,8 @@ export const EVENTS_RESOURCE: Resource = {
 
 /** What to say about an object. */
 export interface EventInfo {
-  /** `Normal` or `Warning`. */
-  readonly type: "Normal" | "Warning";
+  /** `Normal` or `Warning` (Kopf also posts `Error`, `Debug`, `Fatal`). */
+  readonly type: string;
   /** A short CamelCase reason, e.g. `Logging`, `Error`. */
   readonly reason: string;
   /** Human-readable message; cut to 1024 characters, as the API server limits it. */
@@ -43,6 +43,10 @@ export interface EventInfo {
 export interface PostEventOptions {
   /** The `source.component` of the event. @default "kopf" */
   readonly component?: string;
+  /** The `reportingInstance` of the event. @default "dev" */
+  readonly instance?: string;
+  /** Prefix of the generated Event name. @default "kopf-event-" */
+  readonly namePrefix?: string;
   /** Cancels the request. */
   readonly signal?: AbortSignal;
 }
@@ -74,7 +78,7 @@ export function postEvent(
   const body: KubeObject = {
     apiVersion: "v1",
     kind: "Event",
-    metadata: { namespace, generateName: "kopf-event-" },
+    metadata: { namespace, generateName: options.namePrefix ?? "kopf-event-" },
     type: info.type,
     reason: info.reason,
     message,
@@ -82,7 +86,7 @@ export function postEvent(
     firstTimestamp: first,
     lastTimestamp: last,
     reportingComponent: options.component ?? "kopf",
-    reportingInstance: options.component ?? "kopf",
+    reportingInstance: options.instance ?? "dev",
     source: { component: options.component ?? "kopf" },
     involvedObject: {
       apiVersion: involved.apiVersion,

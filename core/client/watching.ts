@@ -242,7 +242,14 @@ export async function* watcher(
 
 /** What {@link objectEvents} yields: one object changed or disappeared. */
 export type ObjectEvent =
-  | { readonly type: "apply"; readonly object: KubeObject; readonly initial: boolean }
+  | {
+    readonly type: "apply";
+    readonly object: KubeObject;
+    /** Reported by the first listing. */
+    readonly initial: boolean;
+    /** The raw watch type; `null` when reported by a (re)listing. */
+    readonly raw: "ADDED" | "MODIFIED" | null;
+  }
   | { readonly type: "delete"; readonly object: KubeObject };
 
 function keyOf(object: KubeObject): string {
@@ -278,7 +285,7 @@ export async function* objectEvents(
         known.set(key, event.object);
         const same = before?.metadata?.resourceVersion === event.object.metadata?.resourceVersion &&
           before?.metadata?.uid === event.object.metadata?.uid;
-        if (!same) yield { type: "apply", object: event.object, initial: firstList };
+        if (!same) yield { type: "apply", object: event.object, initial: firstList, raw: null };
         break;
       }
       case "initDone":
@@ -294,7 +301,7 @@ export async function* objectEvents(
         break;
       case "apply":
         known.set(keyOf(event.object), event.object);
-        yield { type: "apply", object: event.object, initial: false };
+        yield { type: "apply", object: event.object, initial: false, raw: event.raw };
         break;
       case "delete":
         known.delete(keyOf(event.object));

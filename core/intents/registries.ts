@@ -93,11 +93,15 @@ export class OperatorRegistry {
   }
 }
 
-let defaultRegistry = new OperatorRegistry();
+// Kept on the global object so that handler modules importing another copy of the library
+// (e.g. a published version while the CLI runs from a checkout) still register in the same place.
+const DEFAULT_KEY = Symbol.for("kopf.defaultRegistry");
+type WithDefault = { [DEFAULT_KEY]?: OperatorRegistry };
 
 /** The registry used by `on.*` when no `registry` option is given. */
 export function getDefaultRegistry(): OperatorRegistry {
-  return defaultRegistry;
+  const holder = globalThis as WithDefault;
+  return holder[DEFAULT_KEY] ??= new OperatorRegistry();
 }
 
 /**
@@ -105,7 +109,7 @@ export function getDefaultRegistry(): OperatorRegistry {
  * @param registry The new default registry.
  */
 export function setDefaultRegistry(registry: OperatorRegistry): void {
-  defaultRegistry = registry;
+  (globalThis as WithDefault)[DEFAULT_KEY] = registry;
 }
 
 /** Whether the filters that do not depend on the cause (labels, annotations, when, field value) pass. */

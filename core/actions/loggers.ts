@@ -1,0 +1,185 @@
+/**
+ * Loggers: the operator's own and per-object ones. Every message goes to the log output (LogTape,
+ * configured by the CLI or the embedding program) and to the operator's listeners — the Events
+ * poster listens to object loggers, so `logger.info()` in a handler shows in `kubectl describe`.
+ * @module
+ */
+
+import { getLogger, type LogLevel as LogTapeLevel } from "@logtape/logtape";
+import { LOG_LEVELS, type LogLevel } from "../settings/settings.ts";
+import type { KubeObject } from "../structs/objects.ts";
+
+/** The reference to an object in logs and Events. */
+export interface ObjectRef {
+  /** API version. */
+  readonly apiVersion?: string | undefined;
+  /** Kind. */
+  readonly kind?: string | undefined;
+  /** Name. */
+  readonly name?: string | undefined;
+  /** UID. */
+  readonly uid?: string | undefined;
+  /** Namespace (absent for cluster-scoped objects). */
+  readonly namespace?: string | undefined;
+}
+
+/** One log message, as listeners receive it. */
+export interface LogEntry {
+  /** Severity. */
+  readonly level: LogLevel;
+  /** The message text. */
+  readonly message: string;
+  /** Logger category, e.g. `["kopf", "objects"]`. */
+  readonly category: readonly string[];
+  /** The object the message is about. */
+  readonly object?: ObjectRef | undefined;
+  /** An error attached to the message. */
+  readonly error?: unknown;
+  /** When it was logged. */
+  readonly time: Date;
+  /** Do not post this message as an Event (e.g. from event-watching handlers). */
+  readonly local?: boolean | undefined;
+}
+
+/** Receives every message of a logger and its children. */
+export type LogListener = (entry: LogEntry) => void;
+
+const TO_LOGTAPE: Readonly<Record<LogLevel, LogTapeLevel>> = {
+  debug: "debug",
+  info: "info",
+  warning: "warning",
+  error: "error",
+  critical: "fatal",
+};
+
+/**
+ * Builds the reference of an object for logs and Events.
+ * @param body The object.
+ * @returns Its apiVersion, kind, name, uid and namespace (absent fields omitted).
+ */
+export function buildObjectReference(body: KubeObject): ObjectRef {
+  const meta = body.metadata ?? {};
+  const ref: Record<string, string> = {};
+  if (body.apiVersion) ref.apiVersion = body.apiVersion;
+  if (body.kind) ref.kind = body.kind;
+  if (meta.name) ref.name = meta.name;
+  if (meta.uid) ref.uid = meta.uid;
+  if (meta.namespace) ref.namespace = meta.namespace;
+  return ref;
+}
+
+/** A logger with Kopf's levels; object loggers carry the object reference. */
+export class Logger {
+  /** Category, e.g. `["kopf", "objects"]`. */
+  readonly category: readonly string[];
+  /** The object this logger is about. */
+  readonly object: ObjectRef | undefined;
+  #listeners: readonly LogListener[];
+  #local: boolean;
+
+  /**
+   * @param category Logger category.
+   * @param options The object reference, listeners, and whether messages stay local (no Events).
+   */
+  constructor(
+    category: readonly string[],
+    options: {
+      object?: ObjectRef | undefined;
+      listeners?: readonly LogListener[];
+      local?: boolean;
+    } = {},
+  ) {
+    this.category = category;
+    this.object = options.object;
+    this.#listeners = options.listeners ?? [];
+    this.#local = options.local ?? false;
+  }
+
+  /**
+   * A logger for one object, sharing this logger's listeners.
+   * @param body The object.
+   * @param options `local: true` keeps its messages out of Events.
+   * @returns The object logger.
+   */
+  forObject(body: KubeObject, options: { local?: boolean } = {}): Logger {
+    return new Logger(["kopf", "objects"], {
+      object: buildObjectReference(body),
+      listeners: this.#listeners,
+      local: options.local ?? false,
+    });
+  }
+
+  /**
+   * A logger with another category and the same listeners.
+   * @param category The category.
+   * @returns The logger.
+   */
+  child(category: readonly string[]): Logger {
+    return new Logger(category, {
+      listeners: this.#listeners,
+      object: this.object,
+      local: this.#local,
+    });
+  }
+
+  /** Logs at debug level. */
+  debug(message: string): void {
+    this.log("debug", message);
+  }
+
+  /** Logs at info level. */
+  info(message: string): void {
+    this.log("info", message);
+  }
+
+  /** Logs at warning level. */
+  warning(message: string): void {
+    this.log("warning", message);
+  }
+
+  /** Alias of {@link Logger.warning}. */
+  warn(message: string): void {
+    this.log("warning", message);
+  }
+
+  /** Logs at error level. */
+  error(message: string, error?: unknown): void {
+    this.log("error", message, error);
+  }
+
+  /** Logs an error with its stack trace. */
+  exception(message: string, error: unknown): void {
+    this.log("error", message, error);
+  }
+
+  /**
+   * Logs a message.
+   * @param level Severity.
+   * @param message Text.
+   * @param error An attached error (its stack is printed by the log formatter).
+   */
+  log(level: LogLevel, message: string, error?: unknown): void {
+    const entry: LogEntry = {
+      level,
+      message,
+      category: this.category,
+      object: this.object,
+      error,
+      time: new Date(),
+      local: this.#local,
+    };
+    getLogger([...this.category]).emit({
+      level: TO_LOGTAPE[level],
+      message: [message],
+      rawMessage: message,
+      timestamp: entry.time.getTime(),
+      properties: { object: this.object, error },
+    });
+    for (const listener of this.#listeners) listener(entry);
+  }
+}
+
+/** Whether `level` is at least `minimum`. */
+export function isAtLeast(level: LogLevel, minimum: LogLevel): boolean {
+  return LOG_LEVELS[level] >= LOG_LEVELS[minimum];
+}

@@ -1,0 +1,194 @@
+/**
+ * The command line: `kopf run [options] [FILES…]`. Loads handler files and modules by dynamic
+ * import, configures logging, runs the operator until SIGINT/SIGTERM, and exits cleanly.
+ *
+ * Every startup failure (a module that cannot be imported, a cluster that cannot be reached,
+ * a broken kubeconfig, contradictory options) is one `error:` line and exit code 1.
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { ConfigError } from "../client/config.ts";
+import { operator, OperatorStartError } from "../reactor/running.ts";
+import { configureLogging, type LogFormat } from "./logging.ts";
+
+/** Exit code and nothing else: the CLI never throws for user errors. */
+export type ExitCode = number;
+
+const USAGE = `Usage: kopf run [OPTIONS] [FILES]...
+
+Run an operator with the handlers from the given files and modules.
+
+Options:
+  -m, --module MODULE       Import a module (specifier or path); repeatable.
+  -n, --namespace PATTERN   Serve namespaces matching the pattern (globs, !negation, commas); repeatable.
+  -A, --all-namespaces      Serve the whole cluster with cluster-wide watches.
+      --standalone          Run without peering.
+      --peering NAME        Peering object name (peering is not implemented yet: standalone).
+      --priority N          Peering priority (accepted; peering is not implemented yet).
+      --dev                 Development mode: priority 666.
+      --liveness URL        Liveness endpoint (not implemented yet; the option is accepted).
+      --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+      --context NAME        Kubeconfig context.
+  -v, --verbose             Framework debug messages.
+      --debug               All debug messages.
+  -q, --quiet               Warnings and errors only.
+      --log-format FORMAT   plain, full (default) or json.
+      --log-prefix          Prefix object messages with [namespace/name] (default for text formats).
+      --no-log-prefix       Do not prefix object messages.
+      --log-refkey KEY      JSON key of the object reference (default: object).
+  -h, --help                Show this help.
+`;
+
+function fail(message: string): ExitCode {
+  console.error(`error: ${message}`);
+  return 1;
+}
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split("\n").map((l) => l.trim()).find(Boolean) ?? "unknown error";
+}
+
+/**
+ * Imports a handler file or module. Registrations happen as a side effect of the import.
+ * @param target A path (relative to the working directory) or a module specifier.
+ * @param isModule Whether it was given with `-m` (a specifier rather than a file).
+ */
+export async function loadModule(target: string, isModule: boolean): Promise<void> {
+  const looksLikePath = !/^[a-z][a-z0-9+.-]*:/i.test(target);
+  let url: string;
+  if (looksLikePath) {
+    const path = target.startsWith("/") ? target : `${Deno.cwd()}/${target}`;
+    if (!isModule || target.startsWith(".") || target.startsWith("/")) {
+      try {
+        Deno.statSync(path);
+      } catch {
+        throw new Error(`No such file: ${target}`);
+      }
+    }
+    url = new URL(`file://${path}`).href;
+  } else url = target;
+  await import(url);
+}
+
+/**
+ * Runs the CLI.
+ * @param args Command-line arguments (without the program name).
+ * @returns The exit code.
+ */
+export async function main(args: readonly string[]): Promise<ExitCode> {
+  const [command, ...rest] = args;
+  if (!command || command === "-h" || command === "--help" || command === "help") {
+    console.log(USAGE);
+    return command ? 0 : 1;
+  }
+  if (command !== "run") {
+    return fail(`Unknown command '${command}'; only 'run' is available (see kopf --help)`);
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...rest],
+      allowPositionals: true,
+      options: {
+        module: { type: "string", short: "m", multiple: true },
+        namespace: { type: "string", short: "n", multiple: true },
+        "all-namespaces": { type: "boolean", short: "A" },
+        standalone: { type: "boolean" },
+        peering: { type: "string" },
+        priority: { type: "string" },
+        dev: { type: "boolean" },
+        liveness: { type: "string" },
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+        verbose: { type: "boolean", short: "v" },
+        debug: { type: "boolean" },
+        quiet: { type: "boolean", short: "q" },
+        "log-format": { type: "string" },
+        "log-prefix": { type: "boolean" },
+        "no-log-prefix": { type: "boolean" },
+        "log-refkey": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    return fail(`${firstLine(error)} (see kopf run --help)`);
+  }
+  const o = parsed.values;
+  if (o.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const namespaces = [...(o.namespace ?? [])];
+  const legacy = Deno.env.get("KOPF_RUN_NAMESPACE");
+  if (legacy) namespaces.push(legacy);
+  if (o["all-namespaces"] && namespaces.length) {
+    return fail("--namespace and --all-namespaces are mutually exclusive");
+  }
+  const format = (o["log-format"] ?? "full") as LogFormat;
+  if (!["plain", "full", "json"].includes(format)) {
+    return fail(`Unknown log format '${format}'; use plain, full or json`);
+  }
+  const priority = o.dev ? 666 : o.priority === undefined ? 0 : Number(o.priority);
+  if (!Number.isFinite(priority)) return fail(`--priority must be a number, got '${o.priority}'`);
+  if (!parsed.positionals.length && !o.module?.length) {
+    return fail("Nothing to run: give handler files or -m modules (see kopf run --help)");
+  }
+
+  await configureLogging({
+    verbose: o.verbose ?? false,
+    debug: o.debug ?? false,
+    quiet: o.quiet ?? false,
+    format,
+    prefix: o["no-log-prefix"] ? false : o["log-prefix"] ?? format !== "json",
+    refkey: o["log-refkey"] ?? "object",
+  });
+
+  for (
+    const [target, isModule] of [
+      ...parsed.positionals.map((p) => [p, false] as const),
+      ...(o.module ?? []).map((m) => [m, true] as const),
+    ]
+  ) {
+    try {
+      await loadModule(target, isModule);
+    } catch (error) {
+      return fail(`Cannot load handlers from ${target}: ${firstLine(error)}`);
+    }
+  }
+  if (o.liveness) {
+    console.error("warning: --liveness is accepted but probes are not implemented yet");
+  }
+
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    signals++;
+    if (signals > 1) Deno.exit(130); // A second signal: stop waiting for a graceful exit.
+    controller.abort(new Error("Signal received"));
+  };
+  const listening: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  for (const sig of listening) Deno.addSignalListener(sig, onSignal);
+  try {
+    await operator({
+      namespaces,
+      clusterwide: o["all-namespaces"] ?? !namespaces.length,
+      standalone: o.standalone ?? false,
+      ...(o.peering ? { peering: o.peering } : {}),
+      priority,
+      ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+      ...(o.context ? { context: o.context } : {}),
+      signal: controller.signal,
+    });
+    return 0;
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof OperatorStartError) {
+      return fail(error.message);
+    }
+    console.error(error);
+    return 1;
+  } finally {
+    for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
+  }
+}

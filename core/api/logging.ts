@@ -1,0 +1,109 @@
+/**
+ * Log output configuration (the CLI's `--verbose`, `--debug`, `--quiet`, `--log-format`,
+ * `--log-prefix`, `--log-refkey`), on top of LogTape: Kopf's `full`, `plain` and `json` formats.
+ * @module
+ */
+
+import { configure, type LogRecord, type Sink } from "@logtape/logtape";
+import type { ObjectRef } from "../actions/loggers.ts";
+
+/** Log line formats. */
+export type LogFormat = "plain" | "full" | "json";
+
+/** Options of {@link configureLogging}. */
+export interface LoggingOptions {
+  /** Debug messages of the framework. */
+  readonly verbose?: boolean;
+  /** Everything, including API traffic. */
+  readonly debug?: boolean;
+  /** Warnings and errors only. */
+  readonly quiet?: boolean;
+  /** Line format. @default "full" */
+  readonly format?: LogFormat;
+  /** Prefix object messages with `[namespace/name]`. @default true for text, false for JSON */
+  readonly prefix?: boolean;
+  /** JSON key for the object reference. @default "object" */
+  readonly refkey?: string;
+  /** Where lines go. @default standard error */
+  readonly write?: (line: string) => void;
+}
+
+const LEVELS: Readonly<Record<string, string>> = {
+  trace: "DEBUG",
+  debug: "DEBUG",
+  info: "INFO",
+  warning: "WARNING",
+  error: "ERROR",
+  fatal: "CRITICAL",
+};
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, "0");
+}
+
+function timestamp(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${
+    pad(d.getMinutes())
+  }:` +
+    `${pad(d.getSeconds())},${pad(d.getMilliseconds(), 3)}`;
+}
+
+function errorText(error: unknown): string {
+  if (!error) return "";
+  if (error instanceof Error) return `\n${error.stack ?? `${error.name}: ${error.message}`}`;
+  return `\n${String(error)}`;
+}
+
+/**
+ * Formats one record as Kopf would print it.
+ * @param record The LogTape record.
+ * @param options Format, prefix and refkey.
+ * @returns The line (without a trailing newline).
+ */
+export function formatRecord(record: LogRecord, options: LoggingOptions = {}): string {
+  const format = options.format ?? "full";
+  const message = record.message.map(String).join("");
+  const object = record.properties.object as ObjectRef | undefined;
+  const error = record.properties.error;
+  if (format === "json") {
+    const out: Record<string, unknown> = {
+      message: options.prefix && object ? `${prefixOf(object)}${message}` : message,
+      timestamp: new Date(record.timestamp).toISOString(),
+      severity: (LEVELS[record.level] ?? "INFO").toLowerCase(),
+    };
+    if (object) out[options.refkey ?? "object"] = object;
+    if (error) out.error = errorText(error).trim();
+    return JSON.stringify(out);
+  }
+  const prefix = options.prefix !== false && object ? prefixOf(object) : "";
+  const text = `${prefix}${message}${errorText(error)}`;
+  if (format === "plain") return text;
+  const name = record.category.join(".").padEnd(20);
+  const level = `[${(LEVELS[record.level] ?? "INFO").padEnd(8)}]`;
+  return `[${timestamp(record.timestamp)}] ${name} ${level} ${text}`;
+}
+
+function prefixOf(object: ObjectRef): string {
+  return object.namespace ? `[${object.namespace}/${object.name}] ` : `[${object.name}] `;
+}
+
+/**
+ * Configures the log output for the whole process (LogTape is process-global).
+ * @param options Levels and format.
+ */
+export async function configureLogging(options: LoggingOptions = {}): Promise<void> {
+  const write = options.write ?? ((line: string) => {
+    Deno.stderr.writeSync(new TextEncoder().encode(`${line}\n`));
+  });
+  const sink: Sink = (record) => write(formatRecord(record, options));
+  const lowest = options.quiet ? "warning" : options.debug || options.verbose ? "debug" : "info";
+  await configure({
+    reset: true,
+    sinks: { out: sink },
+    loggers: [
+      { category: ["kopf"], lowestLevel: lowest, sinks: ["out"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["out"] },
+    ],
+  });
+}

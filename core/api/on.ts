@@ -1,0 +1,248 @@
+/**
+ * Registration of resource handlers: `on.create`, `on.update`, `on.delete`, `on.resume`,
+ * `on.field`, `on.event`. Each takes a resource spec, optional options, and the function, and
+ * returns the function unchanged (so one function can be registered several times).
+ *
+ * @example A create handler that reports to status
+ * ```ts
+ * import { on } from "./on.ts";
+ * on.create("kopfexamples", ({ spec, logger }) => {
+ *   logger.info(`Creating with ${JSON.stringify(spec)}`);
+ *   return { message: "hello" }; // → status.create_fn
+ * });
+ * ```
+ * @module
+ */
+
+import type { ErrorsMode } from "../actions/execution.ts";
+import type { ChangingContext, EventContext } from "../intents/contexts.ts";
+import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
+import {
+  type ChangingHandler,
+  defaultHandlerId,
+  type HandlerFn,
+  type Reason,
+  type WatchingHandler,
+} from "../intents/handlers.ts";
+import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
+import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import { type FieldSpec, parseField } from "../structs/dicts.ts";
+
+/** Options every resource handler accepts. */
+export interface HandlerOptions<C = never> {
+  /** Handler id (default: the function name, plus `/field` for field filters). */
+  readonly id?: string;
+  /** The registry to add to. @default the default registry */
+  readonly registry?: OperatorRegistry;
+  /** Passed back to the handler as `param`. */
+  readonly param?: unknown;
+  /** Label filters: values, `PRESENT`, `ABSENT` or callbacks. */
+  readonly labels?: MetaFilter;
+  /** Annotation filters: values, `PRESENT`, `ABSENT` or callbacks. */
+  readonly annotations?: MetaFilter;
+  /** Whole-object filter callback. */
+  readonly when?: WhenCallback<C>;
+  /** A field (dotted string or path) the handler cares about. */
+  readonly field?: FieldSpec;
+  /** Value filter of `field`. */
+  readonly value?: ValueFilter;
+}
+
+/** Options of resource-changing handlers. */
+export interface ChangingOptions<C = never> extends HandlerOptions<C> {
+  /** Treatment of arbitrary errors. @default "temporary" */
+  readonly errors?: ErrorsMode;
+  /** Overall timeout in seconds since the first attempt. */
+  readonly timeout?: number;
+  /** Maximum number of attempts. */
+  readonly retries?: number;
+  /** Seconds before retrying arbitrary errors. @default 60 */
+  readonly backoff?: number;
+}
+
+/** Options of update and field handlers. */
+export interface UpdateOptions<C = never> extends ChangingOptions<C> {
+  /** Filter of the old value of `field`. */
+  readonly old?: ValueFilter;
+  /** Filter of the new value of `field`. */
+  readonly new?: ValueFilter;
+}
+
+/** Options of delete handlers. */
+export interface DeleteOptions<C = never> extends ChangingOptions<C> {
+  /** Do not block deletion with a finalizer (best effort: may be missed). @default false */
+  readonly optional?: boolean;
+}
+
+/** Options of resume handlers. */
+export interface ResumeOptions<C = never> extends ChangingOptions<C> {
+  /** Also resume objects already marked for deletion. @default false */
+  readonly deleted?: boolean;
+}
+
+/** Options of field handlers (`field` is required). */
+export interface FieldOptions<C = never> extends UpdateOptions<C> {
+  /** The field to watch. */
+  readonly field: FieldSpec;
+}
+
+type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
+type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
+type Default = Record<string, unknown>;
+
+function split<F, O>(a: O | F, b: F | undefined): [O, F] {
+  return b === undefined ? [{} as O, a as F] : [a as O, b];
+}
+
+function validate(options: UpdateOptions<unknown>): void {
+  const hasField = options.field !== undefined && options.field !== null;
+  if (
+    !hasField &&
+    (options.value !== undefined || options.old !== undefined || options.new !== undefined)
+  ) {
+    throw new TypeError("The value, old and new filters need a field");
+  }
+  if (options.value !== undefined && (options.old !== undefined || options.new !== undefined)) {
+    throw new TypeError("The value filter and the old/new filters are mutually exclusive");
+  }
+  for (const filters of [options.labels, options.annotations]) {
+    for (const [key, v] of Object.entries(filters ?? {})) {
+      if (v === null || v === undefined) {
+        throw new TypeError(`Filter '${key}': use PRESENT or ABSENT instead of null`);
+      }
+    }
+  }
+}
+
+function registerChanging(
+  spec: ResourceSpec,
+  reason: Reason | undefined,
+  options: UpdateOptions<unknown> & DeleteOptions<unknown> & ResumeOptions<unknown>,
+  fn: HandlerFn<never>,
+): void {
+  validate(options);
+  const field = options.field === undefined || options.field === null
+    ? undefined
+    : parseField(options.field);
+  const handler: ChangingHandler = {
+    kind: "changing",
+    id: options.id ?? defaultHandlerId(fn, field),
+    fn,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as ChangingHandler["when"],
+    field,
+    value: options.value,
+    old: options.old,
+    new: options.new,
+    errors: options.errors,
+    timeout: options.timeout,
+    retries: options.retries,
+    backoff: options.backoff,
+    reason,
+    fieldMustChange: reason === undefined || (reason === "update" && field !== undefined),
+    optional: options.optional,
+    deleted: options.deleted,
+    requiresFinalizer: reason === "delete" && !options.optional,
+  };
+  (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+}
+
+/**
+ * Handler registration functions. Each returns the function it was given.
+ */
+export const on = {
+  /** Runs when an object is seen for the first time (never handled before). */
+  create<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T> {
+    const [options, fn] = split<Changing<S, T>, ChangingOptions<ChangingContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerChanging(spec, "create", options as ChangingOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  },
+  /** Runs when the essence (spec, labels, annotations…) of a handled object changed. */
+  update<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T> {
+    const [options, fn] = split<Changing<S, T>, UpdateOptions<ChangingContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerChanging(spec, "update", options as UpdateOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  },
+  /** Runs when deletion is requested; blocks the deletion (finalizer) until it finishes. */
+  delete<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T> {
+    const [options, fn] = split<Changing<S, T>, DeleteOptions<ChangingContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerChanging(spec, "delete", options as DeleteOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  },
+  /** Runs once per object per operator process for objects that existed when it started. */
+  resume<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T> {
+    const [options, fn] = split<Changing<S, T>, ResumeOptions<ChangingContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerChanging(spec, "resume", options as ResumeOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  },
+  /** Runs when a field changes (including its appearance at creation); `old`/`new`/`diff` are the field's. */
+  field<S = Default, T = Default>(
+    spec: ResourceSpec,
+    options: FieldOptions<ChangingContext<S, T>>,
+    fn: Changing<S, T>,
+  ): Changing<S, T> {
+    if (options.field === undefined || options.field === null) {
+      throw new TypeError("on.field() needs a field");
+    }
+    registerChanging(spec, undefined, options as FieldOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  },
+  /** Runs for every raw watch event (and every listed object); errors are logged and ignored. */
+  event<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
+    maybeFn?: Eventing<S, T>,
+  ): Eventing<S, T> {
+    const [options, fn] = split<Eventing<S, T>, HandlerOptions<EventContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    validate(options as HandlerOptions<unknown>);
+    const field = options.field === undefined || options.field === null
+      ? undefined
+      : parseField(options.field);
+    const handler: WatchingHandler = {
+      kind: "watching",
+      id: options.id ?? defaultHandlerId(fn as HandlerFn<never>, field),
+      fn: fn as HandlerFn<never>,
+      param: options.param,
+      labels: options.labels,
+      annotations: options.annotations,
+      when: options.when as WatchingHandler["when"],
+      field,
+      value: options.value,
+    };
+    (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+    return fn;
+  },
+};

@@ -1,0 +1,186 @@
+/**
+ * The Events poster: turns object log messages (and explicit `event()` calls) into core/v1
+ * Events, aggregated and rate-limited so that a noisy handler cannot flood the API server.
+ *
+ * Messages are queued; a batch is posted shortly after the first message arrives, then at most
+ * once per aggregation window. Within a batch, identical messages about one object become one
+ * Event with a count, and at most `maxPerObjectPerWindow` Events per object are posted; the rest
+ * are summarised in one Warning. Posting failures are logged and dropped, never retried forever.
+ * Differs from Kopf, which posts every message as its own Event.
+ * @module
+ */
+
+import { postEvent } from "../client/events.ts";
+import type { KubeApi } from "../client/api.ts";
+import { isAtLeast, type LogEntry, type Logger, type ObjectRef } from "../actions/loggers.ts";
+import type { LogLevel, PostingSettings } from "../settings/settings.ts";
+import { sleep } from "../util/backoff.ts";
+
+/** One Event to post. */
+export interface PendingEvent {
+  /** The object it is about. */
+  readonly ref: ObjectRef;
+  /** Event type: `Normal`, `Warning` (Kopf also uses `Error`, `Debug`, `Fatal`). */
+  readonly type: string;
+  /** CamelCase reason. */
+  readonly reason: string;
+  /** Message (cut in the middle above 1024 characters). */
+  readonly message: string;
+}
+
+const TYPES: Readonly<Record<LogLevel, string>> = {
+  debug: "Debug",
+  info: "Normal",
+  warning: "Warning",
+  error: "Error",
+  critical: "Fatal",
+};
+
+const MAX_MESSAGE = 1024;
+
+/** Shortens a message by cutting its middle, as Kopf does for the API server's limit. */
+export function shortenMessage(message: string): string {
+  if (message.length <= MAX_MESSAGE) return message;
+  const half = Math.floor((MAX_MESSAGE - 3) / 2);
+  return `${message.slice(0, half)}...${message.slice(message.length - (MAX_MESSAGE - 3 - half))}`;
+}
+
+/** Queues and posts Events for one operator. */
+export class EventPoster {
+  #api: KubeApi;
+  #settings: PostingSettings;
+  #logger: Logger | undefined;
+  #queue: PendingEvent[] = [];
+  #wake: (() => void) | undefined;
+  #lastBatch = -Infinity;
+
+  /**
+   * @param api Where to post.
+   * @param settings `settings.posting` (read live, so startup handlers may change it).
+   * @param logger Where to report posting failures (never posted as Events themselves).
+   */
+  constructor(api: KubeApi, settings: PostingSettings, logger?: Logger) {
+    this.#api = api;
+    this.#settings = settings;
+    this.#logger = logger;
+  }
+
+  /** A log listener that queues qualifying object messages. */
+  readonly listener = (entry: LogEntry): void => {
+    if (!entry.object || entry.local || !this.#settings.enabled) return;
+    if (!isAtLeast(entry.level, this.#settings.level)) return;
+    this.enqueue({
+      ref: entry.object,
+      type: TYPES[entry.level],
+      reason: "Logging",
+      message: entry.message,
+    });
+  };
+
+  /**
+   * Queues an Event. Events about Events are dropped (they would multiply without end).
+   * @param event What to post.
+   */
+  enqueue(event: PendingEvent): void {
+    if (!this.#settings.enabled) return;
+    if (
+      event.ref.kind === "Event" &&
+      (event.ref.apiVersion === "v1" || event.ref.apiVersion === "events.k8s.io/v1")
+    ) return;
+    this.#queue.push(event);
+    this.#wake?.();
+  }
+
+  /** Number of queued Events. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Posts batches until aborted, then posts what is left.
+   * @param signal Stops the loop.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (this.#queue.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+          signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        this.#wake = undefined;
+        if (signal.aborted) break;
+      }
+      const windowMs = this.#settings.aggregationWindow * 1000;
+      const wait = Math.max(200, this.#lastBatch + windowMs - performance.now());
+      try {
+        await sleep(wait, signal);
+      } catch {
+        break;
+      }
+      await this.flush();
+    }
+    await this.flush();
+  }
+
+  /** Posts everything queued now, aggregated. */
+  async flush(): Promise<void> {
+    const batch = this.#queue.splice(0);
+    if (batch.length === 0) return;
+    this.#lastBatch = performance.now();
+    const groups = new Map<string, { event: PendingEvent; count: number }>();
+    for (const event of batch) {
+      const key = JSON.stringify([
+        event.ref.uid ?? event.ref.name,
+        event.type,
+        event.reason,
+        event.message,
+      ]);
+      const group = groups.get(key);
+      if (group) group.count++;
+      else groups.set(key, { event, count: 1 });
+    }
+    const perObject = new Map<string, number>();
+    const suppressed = new Map<string, { ref: ObjectRef; count: number }>();
+    const posts: Promise<void>[] = [];
+    for (const { event, count } of groups.values()) {
+      const objectKey = event.ref.uid ?? `${event.ref.namespace}/${event.ref.name}`;
+      const n = (perObject.get(objectKey) ?? 0) + 1;
+      perObject.set(objectKey, n);
+      if (n > this.#settings.maxPerObjectPerWindow) {
+        const s = suppressed.get(objectKey) ?? { ref: event.ref, count: 0 };
+        s.count += count;
+        suppressed.set(objectKey, s);
+        continue;
+      }
+      posts.push(this.#post(event, count));
+    }
+    for (const { ref, count } of suppressed.values()) {
+      const message =
+        `${count} more messages were not posted as Events (rate limit); see the operator's log`;
+      posts.push(this.#post({ ref, type: "Warning", reason: "Throttled", message }, 1));
+    }
+    await Promise.all(posts);
+  }
+
+  async #post(event: PendingEvent, count: number): Promise<void> {
+    try {
+      await postEvent(this.#api, {
+        apiVersion: event.ref.apiVersion,
+        kind: event.ref.kind,
+        metadata: { ...event.ref },
+      }, {
+        type: event.type as "Normal",
+        reason: event.reason,
+        message: shortenMessage(event.message),
+        count,
+      }, {
+        component: this.#settings.reportingComponent,
+        instance: this.#settings.reportingInstance,
+      });
+    } catch (error) {
+      this.#logger?.warning(
+        `Failed to post an Event about ${event.ref.namespace ?? ""}/${event.ref.name}: ${error}`,
+      );
+    }
+  }
+}

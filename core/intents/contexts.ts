@@ -1,0 +1,112 @@
+/**
+ * The context objects handlers receive: one object with every Kopf keyword argument that applies
+ * to the handler kind, plus an `AbortSignal`. Generic over the spec and status types.
+ * @module
+ */
+
+import type { Logger } from "../actions/loggers.ts";
+import type { OperatorSettings } from "../settings/settings.ts";
+import type { Diff } from "../structs/diffs.ts";
+import type { KubeObject, ObjectMeta } from "../structs/objects.ts";
+import type { Patch } from "../structs/patches.ts";
+import type { Resource } from "../structs/resources.ts";
+import type { Reason } from "./handlers.ts";
+
+/** Free-form per-object (or operator) memory, kept in memory only. */
+export type Memo = Record<string, unknown>;
+
+/** What every resource handler receives. */
+export interface ResourceContext<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
+  /** The whole object, as last seen (treat as read-only). */
+  readonly body: KubeObject;
+  /** `body.spec` (an empty object when absent). */
+  readonly spec: Spec;
+  /** `body.metadata`. */
+  readonly meta: ObjectMeta;
+  /** `body.status` (an empty object when absent). */
+  readonly status: Status;
+  /** `metadata.name`. */
+  readonly name: string | undefined;
+  /** `metadata.namespace` (undefined for cluster-scoped objects). */
+  readonly namespace: string | undefined;
+  /** `metadata.uid`. */
+  readonly uid: string | undefined;
+  /** `metadata.labels` (empty when absent). */
+  readonly labels: Readonly<Record<string, string>>;
+  /** `metadata.annotations` (empty when absent). */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** The resource actually served (as discovered). */
+  readonly resource: Resource;
+  /** Changes to apply to the object after the handler, merged into the cycle's one patch. */
+  readonly patch: Patch;
+  /** The object's logger: messages are prefixed and (info and above) posted as Events. */
+  readonly logger: Logger;
+  /** The object's in-memory memo (a shallow copy of the operator's memo at first sight). */
+  readonly memo: Memo;
+  /** The `param` given at registration. */
+  readonly param: unknown;
+  /** The operator's settings. */
+  readonly settings: OperatorSettings;
+  /** Aborted when the operator stops (or the handler's timeout passes). */
+  readonly signal: AbortSignal;
+}
+
+/** What on.event handlers receive. */
+export interface EventContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
+  extends ResourceContext<Spec, Status> {
+  /** The raw event; `type` is `null` for objects reported by a (re)listing. */
+  readonly event: {
+    readonly type: "ADDED" | "MODIFIED" | "DELETED" | null;
+    readonly object: KubeObject;
+  };
+  /** The event type (`null` for listings). */
+  readonly type: "ADDED" | "MODIFIED" | "DELETED" | null;
+}
+
+/** What resource-changing handlers (create, update, delete, resume, field, sub-handlers) receive. */
+export interface ChangingContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
+  extends ResourceContext<Spec, Status> {
+  /** Why the handler runs. */
+  readonly reason: Reason;
+  /** Essential changes since the last handled state (relative to `field` for field handlers). */
+  readonly diff: Diff;
+  /** The last handled essence (or the old field value). */
+  readonly old: unknown;
+  /** The current essence (or the new field value). */
+  readonly new: unknown;
+  /** Attempts made before this one (0 on the first). */
+  readonly retry: number;
+  /** When the first attempt started. */
+  readonly started: Date;
+  /** Seconds since the first attempt. */
+  readonly runtime: number;
+  /**
+   * Runs sub-handlers as part of this handler: each is tracked, retried and persisted on its own
+   * (ids `parent/child`); this handler is re-invoked until all of them are finished.
+   * Without arguments, runs the ones declared with {@link ChangingContext.subhandler}.
+   */
+  execute(
+    fns?: Readonly<Record<string, (context: ChangingContext<Spec, Status>) => unknown>>,
+  ): Promise<void>;
+  /** Declares a sub-handler (run after this handler returns, or by `execute()`). */
+  subhandler(
+    fn: (context: ChangingContext<Spec, Status>) => unknown,
+    options?: SubhandlerOptions,
+  ): void;
+}
+
+/** Options of sub-handlers. */
+export interface SubhandlerOptions {
+  /** Sub-handler id (default: the function name). */
+  readonly id?: string;
+  /** Treatment of arbitrary errors. */
+  readonly errors?: "ignored" | "temporary" | "permanent";
+  /** Overall timeout, seconds. */
+  readonly timeout?: number;
+  /** Maximum attempts. */
+  readonly retries?: number;
+  /** Delay before retrying arbitrary errors, seconds. */
+  readonly backoff?: number;
+  /** Passed back as `param`. */
+  readonly param?: unknown;
+}

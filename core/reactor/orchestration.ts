@@ -1,0 +1,267 @@
+/**
+ * Orchestration: which (resource × namespace) streams run, started and stopped as resources
+ * (CRDs) and namespaces appear and go away. Each stream feeds its own per-object queue.
+ *
+ * - Selectors are resolved against discovery (Kopf's ambiguity rules); unknown names are reported
+ *   once and picked up when a matching CRD appears.
+ * - Cluster-wide operators (`clusterwide`) watch each resource once, cluster-wide. Namespaced ones
+ *   watch literal namespaces directly; glob patterns watch the Namespaces resource and follow it.
+ *   Cluster-scoped resources are always watched cluster-wide.
+ * @module
+ */
+
+import type { Lifecycle } from "../actions/lifecycles.ts";
+import type { Logger } from "../actions/loggers.ts";
+import type { KubeClient } from "../client/client.ts";
+import { ApiError } from "../client/errors.ts";
+import { objectEvents, watcher } from "../client/watching.ts";
+import type { Memo } from "../intents/contexts.ts";
+import type { OperatorRegistry } from "../intents/registries.ts";
+import { describeSelector, resolveSelector } from "../intents/selectors.ts";
+import type { OperatorSettings } from "../settings/settings.ts";
+import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
+import { type Resource, resourceName } from "../structs/resources.ts";
+import type { Semaphore } from "../util/semaphore.ts";
+import { processEvent, type ProcessingDeps } from "./processing.ts";
+import { ObjectQueue } from "./queueing.ts";
+
+/** What orchestration needs. */
+export interface OrchestrationDeps {
+  /** The cluster connection. */
+  readonly client: KubeClient;
+  /** The declared handlers. */
+  readonly registry: OperatorRegistry;
+  /** Operator settings. */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Handler ordering. */
+  readonly lifecycle: Lifecycle;
+  /** Operator memo (copied per object). */
+  readonly memo: Memo;
+  /** Namespace patterns (ignored when cluster-wide). */
+  readonly namespaces: readonly string[];
+  /** Watch cluster-wide. */
+  readonly clusterwide: boolean;
+  /** Bounds concurrent processing across all streams. */
+  readonly limiter?: Semaphore | undefined;
+  /** Stops everything. */
+  readonly signal: AbortSignal;
+  /** Called once every initially served stream has listed its objects. */
+  readonly onReady?: (() => void) | undefined;
+}
+
+const NAMESPACES: Resource = {
+  group: "",
+  version: "v1",
+  plural: "namespaces",
+  singular: "namespace",
+  kind: "Namespace",
+  namespaced: false,
+  verbs: ["list", "watch"],
+  shortNames: ["ns"],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
+
+interface Stream {
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+}
+
+/** Runs and re-plans the streams of one operator. */
+export class Orchestrator {
+  #deps: OrchestrationDeps;
+  #streams = new Map<string, Stream>();
+  #served = new Map<string, { resource: Resource; selectors: Set<string> }>();
+  #namespaces = new Set<string>();
+  #reported = new Set<string>();
+  #pendingListings = new Set<string>();
+  #ready = false;
+
+  /** @param deps Collaborators. */
+  constructor(deps: OrchestrationDeps) {
+    this.#deps = deps;
+  }
+
+  /** Runs until the signal aborts; resolves after all streams drained. */
+  async run(): Promise<void> {
+    const { client, signal, settings } = this.#deps;
+    const tasks: Promise<unknown>[] = [];
+    await this.#resolve();
+    const patterns = this.#deps.namespaces;
+    const followNamespaces = !this.#deps.clusterwide &&
+      patterns.some((p) => !isLiteralNamespace(p));
+    if (!this.#deps.clusterwide && !followNamespaces) {
+      for (const ns of patterns) this.#namespaces.add(ns);
+    }
+    if (followNamespaces && !settings.scanning.disabled) tasks.push(this.#followNamespaces());
+    else this.#replan();
+    if (!settings.scanning.disabled) {
+      client.discovery.onChange(() => void this.#resolve().then(() => this.#replan()));
+      tasks.push(
+        client.discovery.followDefinitions(signal).catch((error) => {
+          if (!signal.aborted) this.#deps.logger.error(`Stopped following CRDs: ${error}`);
+        }),
+      );
+    }
+    this.#checkReady();
+    await new Promise<void>((resolve) =>
+      signal.addEventListener("abort", () => resolve(), { once: true })
+    );
+    await Promise.allSettled([...tasks, ...[...this.#streams.values()].map((s) => s.done)]);
+  }
+
+  async #resolve(): Promise<void> {
+    const resources = await this.#deps.client.discovery.resources(this.#deps.signal);
+    const served = new Map<string, { resource: Resource; selectors: Set<string> }>();
+    for (const selector of this.#deps.registry.selectors()) {
+      const key = JSON.stringify(selector);
+      const { resources: found, ambiguous } = resolveSelector(selector, resources);
+      if (ambiguous && !this.#reported.has(`a:${key}`)) {
+        this.#reported.add(`a:${key}`);
+        const names = ambiguous.map(resourceName).join(", ");
+        this.#deps.logger.warning(
+          `Ambiguous resource selector ${
+            describeSelector(selector)
+          } matches ${names}; serving none of them: specify the group`,
+        );
+      } else if (found.length === 0 && !ambiguous && !this.#reported.has(`u:${key}`)) {
+        this.#reported.add(`u:${key}`);
+        this.#deps.logger.error(
+          `No resource matches ${
+            describeSelector(selector)
+          }: is its CRD installed? Its handlers will start when it appears`,
+        );
+      }
+      for (const resource of found) {
+        const id = resourceName(resource);
+        const entry = served.get(id) ?? { resource, selectors: new Set() };
+        entry.selectors.add(key);
+        served.set(id, entry);
+        this.#reported.delete(`u:${key}`);
+      }
+    }
+    this.#served = served;
+  }
+
+  async #followNamespaces(): Promise<void> {
+    const { client, signal, logger } = this.#deps;
+    try {
+      for await (
+        const event of objectEvents(watcher(client.api, NAMESPACES, { signal }), (e) => {
+          if (e.type === "initDone") this.#replan();
+          if (e.type === "error" && e.error instanceof ApiError && e.error.code === 403) {
+            throw e.error;
+          }
+        })
+      ) {
+        const name = event.object.metadata?.name ?? "";
+        if (!matchAnyNamespace(this.#deps.namespaces, name)) continue;
+        const terminating =
+          (event.object.status as { phase?: string } | undefined)?.phase === "Terminating";
+        if (event.type === "delete" || terminating) this.#namespaces.delete(name);
+        else this.#namespaces.add(name);
+        this.#replan();
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      logger.warning(
+        `Cannot watch namespaces (${error}); serving only the literal namespace names given`,
+      );
+      for (const ns of this.#deps.namespaces) if (isLiteralNamespace(ns)) this.#namespaces.add(ns);
+      this.#replan();
+    }
+  }
+
+  /** Starts streams that should run and stops those that should not. */
+  #replan(): void {
+    const wanted = new Map<
+      string,
+      { resource: Resource; namespace: string | undefined; selectors: Set<string> }
+    >();
+    for (const [id, { resource, selectors }] of this.#served) {
+      const namespaces = this.#deps.clusterwide || !resource.namespaced
+        ? [undefined]
+        : [...this.#namespaces];
+      for (const namespace of namespaces) {
+        wanted.set(`${id}@${namespace ?? "*"}`, { resource, namespace, selectors });
+      }
+    }
+    for (const [key, stream] of this.#streams) {
+      if (!wanted.has(key)) {
+        stream.controller.abort();
+        this.#streams.delete(key);
+        this.#pendingListings.delete(key);
+      }
+    }
+    for (const [key, target] of wanted) {
+      if (this.#streams.has(key) || this.#deps.signal.aborted) continue;
+      const controller = new AbortController();
+      const signal = AbortSignal.any([controller.signal, this.#deps.signal]);
+      if (!this.#ready) this.#pendingListings.add(key);
+      const done = this.#stream(key, target.resource, target.namespace, target.selectors, signal);
+      this.#streams.set(key, { controller, done });
+    }
+    this.#checkReady();
+  }
+
+  #checkReady(): void {
+    if (!this.#ready && this.#pendingListings.size === 0) {
+      this.#ready = true;
+      this.#deps.onReady?.();
+    }
+  }
+
+  async #stream(
+    key: string,
+    resource: Resource,
+    namespace: string | undefined,
+    selectors: Set<string>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { settings, logger } = this.#deps;
+    const handlers = this.#deps.registry.handlersFor(resource, selectors);
+    const deps: ProcessingDeps = {
+      api: this.#deps.client.api,
+      resource,
+      changing: handlers.changing,
+      watching: handlers.watching,
+      settings,
+      logger,
+      lifecycle: this.#deps.lifecycle,
+      signal,
+    };
+    const queue = new ObjectQueue({
+      settings: settings.queueing,
+      process: (memory, event) => processEvent(deps, memory, event),
+      createMemory: () => ({ memo: { ...this.#deps.memo }, handledOnce: false }),
+      logger,
+      signal,
+      limiter: this.#deps.limiter,
+    });
+    const where = namespace ? ` in ${namespace}` : "";
+    logger.debug(`Watching ${resourceName(resource)}${where}`);
+    const stream = watcher(this.#deps.client.api, resource, {
+      namespace,
+      serverTimeoutSeconds: settings.watching.serverTimeout ?? undefined,
+      inactivityTimeoutMs: settings.watching.inactivityTimeout * 1000,
+      signal,
+    });
+    try {
+      for await (
+        const event of objectEvents(stream, (other) => {
+          if (other.type === "initDone" && this.#pendingListings.delete(key)) this.#checkReady();
+          if (other.type === "error") {
+            logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
+          }
+        })
+      ) {
+        queue.push({ type: event.type === "delete" ? "DELETED" : event.raw, body: event.object });
+      }
+    } finally {
+      await queue.drain(settings.queueing.exitTimeout);
+    }
+  }
+}

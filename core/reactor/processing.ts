@@ -1,0 +1,302 @@
+/**
+ * One processing cycle of one object: raw-event handlers, finalizer management, cause
+ * detection, the due resource-changing handlers, progress and diff-base bookkeeping — all
+ * collected into one patch, applied once at the end.
+ *
+ * The cycle returns the object as stored after its own write and the time until the next
+ * cycle is due (a retry or the next handler), so the per-object worker can continue at once
+ * from its own write instead of waiting for the watch to echo it back, and can sleep in memory
+ * instead of "touching" the object to wake itself up.
+ * @module
+ */
+
+import { type Application, applyPatch } from "../actions/application.ts";
+import { execute } from "../actions/execution.ts";
+import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+import type { Lifecycle } from "../actions/lifecycles.ts";
+import type { Logger } from "../actions/loggers.ts";
+import { ProgressState } from "../actions/progression.ts";
+import type { KubeApi } from "../client/api.ts";
+import { detectChangingCause, hasFinalizer, isDeletionRequested } from "../intents/causes.ts";
+import type { ChangingCause } from "../intents/causes.ts";
+import type { EventContext, Memo, ResourceContext } from "../intents/contexts.ts";
+import type { ChangingHandler, Reason, WatchingHandler } from "../intents/handlers.ts";
+import {
+  extraEssenceFields,
+  matchChangingHandlers,
+  matchesBodyFilters,
+  requiresFinalizer,
+} from "../intents/registries.ts";
+import type { OperatorSettings } from "../settings/settings.ts";
+import { isMapping } from "../structs/dicts.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import { Patch } from "../structs/patches.ts";
+import type { Resource } from "../structs/resources.ts";
+import { invokeChanging, type SubhandlerScope } from "./subhandling.ts";
+
+/** What the cycle needs from the operator. */
+export interface ProcessingDeps {
+  /** Object operations. */
+  readonly api: KubeApi;
+  /** The resource being processed. */
+  readonly resource: Resource;
+  /** Its resource-changing handlers. */
+  readonly changing: readonly ChangingHandler[];
+  /** Its raw-event handlers. */
+  readonly watching: readonly WatchingHandler[];
+  /** Operator settings. */
+  readonly settings: OperatorSettings;
+  /** The operator's logger (object loggers derive from it). */
+  readonly logger: Logger;
+  /** Which handlers run in a cycle. */
+  readonly lifecycle: Lifecycle;
+  /** Aborted on operator shutdown. */
+  readonly signal: AbortSignal;
+}
+
+/** What the operator remembers about one object between cycles (in memory only). */
+export interface ObjectMemory {
+  /** The object's memo. */
+  readonly memo: Memo;
+  /** The object was fully handled by this process at least once (resume is done). */
+  handledOnce: boolean;
+}
+
+/** One event to process. */
+export interface ObjectEvent {
+  /** Raw type; `null` for objects from a (re)listing. */
+  readonly type: "ADDED" | "MODIFIED" | "DELETED" | null;
+  /** The object. */
+  readonly body: KubeObject;
+}
+
+/** What a cycle came to. */
+export interface CycleResult {
+  /** The object as stored after our write, if we wrote. */
+  readonly body?: KubeObject | undefined;
+  /** Seconds until another cycle is due even without new events; undefined: none. */
+  readonly delay?: number | undefined;
+}
+
+const VERBS: Readonly<Record<Reason, [string, string]>> = {
+  create: ["Creation", "creation"],
+  update: ["Updating", "update"],
+  delete: ["Deletion", "deletion"],
+  resume: ["Resuming", "resuming"],
+};
+
+/**
+ * Processes one event of one object.
+ * @param deps The operator's parts.
+ * @param memory What is remembered about the object.
+ * @param event The event (the latest of a coalesced burst).
+ * @returns The stored object after our write and the delay until the next due cycle.
+ */
+export async function processEvent(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  event: ObjectEvent,
+): Promise<CycleResult> {
+  const { body } = event;
+  const patch = new Patch();
+  const deleted = event.type === "DELETED";
+  const logger = deps.logger.forObject(body);
+
+  await runWatchingHandlers(deps, memory, event, patch);
+  if (deps.changing.length === 0 || deleted) return await finish(deps, body, patch, undefined);
+
+  const settings = deps.settings.persistence;
+  const baseContext = (handler: ChangingHandler) =>
+    makeResourceContext(deps, memory, body, patch, logger, handler.param);
+
+  // The finalizer is added or removed in a cycle of its own, before any handler runs.
+  const needed = requiresFinalizer(deps.changing, body, baseContext);
+  const present = hasFinalizer(body, settings.finalizer);
+  if (!isDeletionRequested(body) && needed !== present) {
+    if (needed) {
+      logger.debug("Adding the finalizer, thus preventing the actual deletion.");
+      patch.addFinalizer(body, settings.finalizer);
+    } else {
+      logger.debug("Removing the finalizer, as there are no handlers requiring it.");
+      patch.removeFinalizer(body, settings.finalizer);
+    }
+    return await finish(deps, body, patch, 0);
+  }
+
+  const extra = extraEssenceFields(deps.changing);
+  const essence = settings.diffbaseStorage.build({ body, extraFields: extra });
+  const old = settings.diffbaseStorage.fetch({ body }) ?? undefined;
+  const cause = detectChangingCause({
+    body,
+    deleted,
+    finalizer: settings.finalizer,
+    old: old as Record<string, unknown> | undefined,
+    new: essence,
+    initial: !memory.handledOnce,
+  });
+  if (cause.reason === "noop" || cause.reason === "free" || cause.reason === "gone") {
+    memory.handledOnce = true;
+    return await finish(deps, body, patch, undefined);
+  }
+  const reason = cause.reason;
+  const handlers = matchChangingHandlers(deps.changing, cause, body, baseContext);
+  if (handlers.length === 0) {
+    completeCause(deps, cause, body, patch, logger, essence);
+    memory.handledOnce = true;
+    return await finish(deps, body, patch, undefined);
+  }
+
+  const now = new Date();
+  const ids = handlers.map((h) => h.id);
+  const state = ProgressState.load(settings.progressStorage, body, ids, now);
+  for (const id of ids) {
+    const purpose = state.get(id)?.purpose;
+    if (purpose && purpose !== reason) {
+      logger.debug(`Handler '${id}' for ${purpose} is superseded by ${reason}; starting anew.`);
+      state.purge(id);
+    }
+  }
+  const due = handlers.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
+  if (due.length && !ids.some((id) => state.get(id))) {
+    logger.debug(`${VERBS[reason][0]} is in progress for ${describe(body)}`);
+  }
+  const chosen = deps.lifecycle(
+    due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),
+  );
+  for (const { handler } of chosen) {
+    if (deps.signal.aborted) break;
+    const progress = state.begin(handler.id, reason, new Date());
+    const scope: SubhandlerScope = { state, lifecycle: deps.lifecycle, childIds: [] };
+    const outcome = await execute(handler, progress, (signal) =>
+      invokeChanging(handler, {
+        ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
+        reason,
+        cause,
+        progress,
+      }, scope));
+    state.record(handler.id, outcome, new Date(), scope.childIds);
+    reportOutcome(logger, handler.id, outcome);
+    deliverResult(patch, handler.id, outcome);
+  }
+
+  if (state.allFinished(ids)) {
+    const { succeeded, failed } = state.counts(ids);
+    logger.info(`${VERBS[reason][0]} is processed: ${succeeded} succeeded; ${failed} failed.`);
+    for (const id of ids) state.purge(id);
+    state.store(settings.progressStorage, body, patch);
+    completeCause(deps, cause, body, patch, logger, essence);
+    memory.handledOnce = true;
+    return await finish(deps, body, patch, undefined);
+  }
+  state.store(settings.progressStorage, body, patch);
+  return await finish(deps, body, patch, state.nextDelay(ids, new Date()));
+}
+
+/** After all handlers of a cause are done: remember the essence, or release the object. */
+function completeCause(
+  deps: ProcessingDeps,
+  cause: ChangingCause,
+  body: KubeObject,
+  patch: Patch,
+  logger: Logger,
+  essence: Record<string, unknown>,
+): void {
+  const settings = deps.settings.persistence;
+  if (cause.reason === "delete") {
+    if (hasFinalizer(body, settings.finalizer)) {
+      logger.debug("Removing the finalizer, thus allowing the actual deletion.");
+      patch.removeFinalizer(body, settings.finalizer);
+    }
+    return;
+  }
+  if (cause.old === undefined || cause.diff.length > 0) {
+    settings.diffbaseStorage.store({ body, patch, essence });
+  }
+}
+
+async function runWatchingHandlers(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  event: ObjectEvent,
+  patch: Patch,
+): Promise<void> {
+  if (deps.watching.length === 0) return;
+  const logger = deps.logger.forObject(event.body, { local: true });
+  for (const handler of deps.watching) {
+    const context: EventContext = {
+      ...makeResourceContext(deps, memory, event.body, patch, logger, handler.param),
+      event: { type: event.type, object: event.body },
+      type: event.type,
+    };
+    if (!matchesBodyFilters(handler, event.body, context)) continue;
+    try {
+      const result = await (handler.fn as (c: EventContext) => unknown)(context);
+      deliverResult(patch, handler.id, { kind: "success", result });
+    } catch (error) {
+      logger.exception(`Handler '${handler.id}' failed with an exception. Will ignore.`, error);
+    }
+  }
+}
+
+/** Builds the part of the context shared by all resource handlers. */
+export function makeResourceContext(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  body: KubeObject,
+  patch: Patch,
+  logger: Logger,
+  param: unknown,
+  signal: AbortSignal = deps.signal,
+): ResourceContext {
+  const meta = body.metadata ?? {};
+  return {
+    body,
+    spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
+    meta,
+    status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
+    name: meta.name,
+    namespace: meta.namespace,
+    uid: meta.uid,
+    labels: meta.labels ?? {},
+    annotations: meta.annotations ?? {},
+    resource: deps.resource,
+    patch,
+    logger,
+    memo: memory.memo,
+    param,
+    settings: deps.settings,
+    signal: signal === deps.signal ? signal : AbortSignal.any([signal, deps.signal]),
+  };
+}
+
+async function finish(
+  deps: ProcessingDeps,
+  body: KubeObject,
+  patch: Patch,
+  delay: number | undefined,
+): Promise<CycleResult> {
+  if (patch.isEmpty) return { delay };
+  const logger = deps.logger.forObject(body, { local: true });
+  logger.debug(`Patching with: ${JSON.stringify(patch.toRequests({ statusSubresource: false }))}`);
+  const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, deps.signal);
+  switch (applied.state) {
+    case "applied":
+      return { body: applied.body, delay };
+    case "gone":
+      logger.debug("Patching failed because the object is gone; nothing to do.");
+      return {};
+    case "conflict":
+      // Someone else changed the object meanwhile; their change arrives as a new event.
+      logger.debug(
+        `Patching conflicted with another change (${applied.error.reason}); waiting for it.`,
+      );
+      return {};
+    case "unchanged":
+      return { delay };
+  }
+}
+
+function describe(body: KubeObject): string {
+  const meta = body.metadata ?? {};
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : `${meta.name}`;
+}

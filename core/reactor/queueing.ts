@@ -1,0 +1,207 @@
+/**
+ * Per-object serial workers: events are keyed by object (uid), each object has at most one
+ * worker, a worker processes its object's events strictly one at a time, and a burst of events
+ * collapses to the latest one. Different objects are processed concurrently (optionally bounded).
+ *
+ * Read-your-writes: after a cycle patched the object, the worker continues from the object as
+ * stored by that patch; when the watch later echoes that same version (or an older one), the
+ * echo is skipped. Delays (retries, the next handler) wait in memory, interrupted by new events.
+ * Unexpected errors are throttled per object with `settings.queueing.errorDelays`.
+ * @module
+ */
+
+import type { Logger } from "../actions/loggers.ts";
+import type { QueueingSettings } from "../settings/settings.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import { sleep } from "../util/backoff.ts";
+import { Semaphore } from "../util/semaphore.ts";
+import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
+
+/** What the queue needs. */
+export interface QueueDeps {
+  /** `settings.queueing` (read live). */
+  readonly settings: QueueingSettings;
+  /** Processes one event; the queue guarantees one call at a time per object. */
+  readonly process: (memory: ObjectMemory, event: ObjectEvent) => Promise<CycleResult>;
+  /** Creates the memory of an object seen for the first time. */
+  readonly createMemory: (body: KubeObject) => ObjectMemory;
+  /** Where unexpected errors are logged. */
+  readonly logger: Logger;
+  /** Stops the workers. */
+  readonly signal: AbortSignal;
+  /** Bounds concurrent processing across objects (shared between queues if given). */
+  readonly limiter?: Semaphore | undefined;
+}
+
+/** The key of an object: its uid, or namespace/name when it has none. */
+export function objectKey(body: KubeObject): string {
+  const meta = body.metadata ?? {};
+  return meta.uid ?? `${meta.namespace ?? ""}/${meta.name ?? ""}`;
+}
+
+/** Compares two resourceVersions when both are numeric (etcd); otherwise only equality counts. */
+function notNewer(candidate: string | undefined, known: string | undefined): boolean {
+  if (!candidate || !known) return false;
+  if (candidate === known) return true;
+  if (/^\d+$/.test(candidate) && /^\d+$/.test(known)) return BigInt(candidate) < BigInt(known);
+  return false;
+}
+
+class ObjectWorker {
+  pending: ObjectEvent | undefined;
+  #wake: (() => void) | undefined;
+  done: Promise<void>;
+
+  constructor(
+    readonly key: string,
+    readonly memory: ObjectMemory,
+    readonly queue: ObjectQueue,
+    first: ObjectEvent,
+  ) {
+    this.pending = first;
+    this.done = this.#run();
+  }
+
+  push(event: ObjectEvent): void {
+    this.pending = event;
+    this.#wake?.();
+  }
+
+  /** Waits for a new event for at most `seconds` (forever if undefined). Returns whether one came. */
+  async #waitForEvent(seconds: number | undefined): Promise<boolean> {
+    if (this.pending) return true;
+    const signal = this.queue.deps.signal;
+    await new Promise<void>((resolve) => {
+      const timer = seconds === undefined ? undefined : setTimeout(resolve, seconds * 1000);
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#wake = done;
+      signal.addEventListener("abort", done, { once: true });
+    });
+    this.#wake = undefined;
+    return Boolean(this.pending);
+  }
+
+  async #run(): Promise<void> {
+    const { deps } = this.queue;
+    let current: ObjectEvent | undefined;
+    let processedVersion: string | undefined;
+    let dueIn: number | undefined; // seconds until `current` must be re-processed without events
+    let errors = 0;
+    while (!deps.signal.aborted) {
+      if (!this.pending) {
+        const idle = dueIn ?? deps.settings.idleTimeout;
+        const arrived = await this.#waitForEvent(idle);
+        if (deps.signal.aborted) break;
+        if (!arrived) {
+          if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
+          this.pending = current; // a delayed handler is due
+        } else if (deps.settings.batchWindow > 0) {
+          // Coalesce a burst: keep taking newer events until the window passes quietly.
+          await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
+        }
+      }
+      const event = this.pending!;
+      this.pending = undefined;
+      const version = event.body.metadata?.resourceVersion;
+      if (event !== current && event.type !== "DELETED" && notNewer(version, processedVersion)) {
+        continue;
+      }
+      let result: CycleResult;
+      try {
+        await deps.limiter?.acquire(deps.signal);
+        try {
+          result = await deps.process(this.memory, event);
+        } finally {
+          deps.limiter?.release();
+        }
+        errors = 0;
+      } catch (error) {
+        if (deps.signal.aborted) break;
+        const delays = deps.settings.errorDelays;
+        const delay = delays.length ? delays[Math.min(errors, delays.length - 1)]! : 0;
+        errors++;
+        deps.logger.forObject(event.body, { local: true }).exception(
+          `Unexpected error while processing; retrying in ${delay}s.`,
+          error,
+        );
+        this.pending ??= event;
+        await sleep(delay * 1000, deps.signal).catch(() => {});
+        continue;
+      }
+      if (event.type === "DELETED") break;
+      current = result.body ? { type: "MODIFIED", body: result.body } : event;
+      processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
+      dueIn = result.delay;
+      if (dueIn === 0 && !this.pending) this.pending = current;
+    }
+  }
+}
+
+/** Routes object events to per-object workers. */
+export class ObjectQueue {
+  /** The queue's collaborators. */
+  readonly deps: QueueDeps;
+  #workers = new Map<string, ObjectWorker>();
+  #memories = new Map<string, ObjectMemory>();
+
+  /** @param deps What the workers need. */
+  constructor(deps: QueueDeps) {
+    this.deps = deps;
+  }
+
+  /**
+   * Queues an event for its object, starting a worker if none runs.
+   * @param event The event.
+   */
+  push(event: ObjectEvent): void {
+    const key = objectKey(event.body);
+    const worker = this.#workers.get(key);
+    if (worker) {
+      worker.push(event);
+      return;
+    }
+    let memory = this.#memories.get(key);
+    if (!memory) {
+      memory = this.deps.createMemory(event.body);
+      this.#memories.set(key, memory);
+    }
+    const started = new ObjectWorker(key, memory, this, event);
+    this.#workers.set(key, started);
+    started.done.finally(() => {
+      if (this.#workers.get(key) === started) this.#workers.delete(key);
+      if (event.type === "DELETED" || started.pending?.type === "DELETED") {
+        this.#memories.delete(key);
+      }
+      if (started.pending && !this.deps.signal.aborted) {
+        // An event arrived as the worker was exiting: start a new one for it.
+        const again = started.pending;
+        started.pending = undefined;
+        this.push(again);
+      }
+    });
+    if (event.type === "DELETED") started.done.finally(() => this.#memories.delete(key));
+  }
+
+  /** Number of objects remembered (for tests of memory growth). */
+  get size(): number {
+    return this.#memories.size;
+  }
+
+  /** Number of running workers. */
+  get active(): number {
+    return this.#workers.size;
+  }
+
+  /**
+   * Waits for all workers to finish (after the signal aborted), at most `timeoutSeconds`.
+   * @param timeoutSeconds Upper bound.
+   */
+  async drain(timeoutSeconds: number): Promise<void> {
+    const all = Promise.allSettled([...this.#workers.values()].map((w) => w.done));
+    await Promise.race([all, sleep(timeoutSeconds * 1000).catch(() => {})]);
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Invoking resource-changing handlers with their full context, including sub-handlers.
+ *
+ * A sub-handler (declared with `context.subhandler()` or run by `context.execute()`) is a handler
+ * of its own: id `parent/child`, its own progress record, retries and errors. The parent is
+ * re-invoked in later cycles until all its sub-handlers are finished (a quiet internal retry),
+ * so the parent must be deterministic; finished sub-handlers are not run again.
+ * @module
+ */
+
+import {
+  ErrorsMode,
+  execute as executeOnce,
+  HandlerChildrenRetry,
+  PermanentError,
+} from "../actions/execution.ts";
+import type { Lifecycle } from "../actions/lifecycles.ts";
+import type { HandlerProgress, ProgressState } from "../actions/progression.ts";
+import type { ChangingCause } from "../intents/causes.ts";
+import type { ChangingContext, ResourceContext, SubhandlerOptions } from "../intents/contexts.ts";
+import { type ChangingHandler, defaultHandlerId, type Reason } from "../intents/handlers.ts";
+import { reduce } from "../structs/diffs.ts";
+import { resolve } from "../structs/dicts.ts";
+import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+
+/** Where sub-handlers of the running handler are tracked. */
+export interface SubhandlerScope {
+  /** The object's progress (sub-handler records live beside the parent's). */
+  readonly state: ProgressState;
+  /** Which sub-handlers run in a cycle. */
+  readonly lifecycle: Lifecycle;
+  /** Ids of the sub-handlers seen in this invocation (recorded as the parent's `subrefs`). */
+  readonly childIds: string[];
+}
+
+/** The parts of the changing context known before invocation. */
+export interface ChangingInputs extends ResourceContext {
+  /** Why. */
+  readonly reason: Reason;
+  /** The detected cause. */
+  readonly cause: ChangingCause;
+  /** The handler's progress. */
+  readonly progress: HandlerProgress;
+}
+
+/**
+ * Calls a changing handler with its context, then runs its declared sub-handlers.
+ * @param handler The handler.
+ * @param inputs Context parts.
+ * @param scope Sub-handler tracking.
+ * @returns The handler's result.
+ * @throws {HandlerChildrenRetry} while sub-handlers are unfinished.
+ */
+export async function invokeChanging(
+  handler: ChangingHandler,
+  inputs: ChangingInputs,
+  scope: SubhandlerScope,
+): Promise<unknown> {
+  const declared: Array<{ id: string; fn: ChangingHandler["fn"]; options: SubhandlerOptions }> = [];
+  let executed = false;
+  const context: ChangingContext = buildContext(handler, inputs, {
+    execute: async (fns) => {
+      executed = true;
+      const children = fns
+        ? Object.entries(fns).map(([id, fn]) => ({
+          id,
+          fn: fn as ChangingHandler["fn"],
+          options: {},
+        }))
+        : declared.splice(0);
+      await runChildren(handler, inputs, scope, children);
+    },
+    subhandler: (fn, options = {}) => {
+      declared.push({
+        id: options.id ?? defaultHandlerId(fn as ChangingHandler["fn"]),
+        fn: fn as ChangingHandler["fn"],
+        options,
+      });
+    },
+  });
+  const result = await (handler.fn as (c: ChangingContext) => unknown)(context);
+  if (declared.length || (!executed && scope.childIds.length)) {
+    await runChildren(handler, inputs, scope, declared.splice(0));
+  }
+  return result;
+}
+
+function buildContext(
+  handler: ChangingHandler,
+  inputs: ChangingInputs,
+  methods: Pick<ChangingContext, "execute" | "subhandler">,
+): ChangingContext {
+  const { cause, progress, reason: _reason, cause: _cause, progress: _progress, ...base } = inputs;
+  const field = handler.field;
+  const now = Date.now();
+  return {
+    ...base,
+    reason: inputs.reason,
+    diff: field ? reduce(cause.diff, field) : cause.diff,
+    old: field ? resolve(cause.old, field) : cause.old,
+    new: field ? resolve(cause.new, field) : cause.new,
+    retry: progress.retries,
+    started: progress.started,
+    runtime: (now - progress.started.getTime()) / 1000,
+    ...methods,
+  };
+}
+
+async function runChildren(
+  parent: ChangingHandler,
+  inputs: ChangingInputs,
+  scope: SubhandlerScope,
+  children: Array<{ id: string; fn: ChangingHandler["fn"]; options: SubhandlerOptions }>,
+): Promise<void> {
+  const { state } = scope;
+  const records = children.map((child) => {
+    const id = `${parent.id}/${child.id}`;
+    const handler: ChangingHandler = {
+      kind: "changing",
+      id,
+      fn: child.fn,
+      param: child.options.param,
+      reason: parent.reason,
+      fieldMustChange: false,
+      requiresFinalizer: false,
+      errors: child.options.errors ?? ErrorsMode.TEMPORARY,
+      timeout: child.options.timeout,
+      retries: child.options.retries,
+      backoff: child.options.backoff,
+    };
+    scope.childIds.push(id);
+    return handler;
+  });
+  const now = new Date();
+  const due = records.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
+  const chosen = scope.lifecycle(
+    due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),
+  );
+  for (const { handler } of chosen) {
+    const progress = state.begin(handler.id, inputs.reason, new Date());
+    const nested: SubhandlerScope = { state, lifecycle: scope.lifecycle, childIds: [] };
+    const outcome = await executeOnce(
+      handler,
+      progress,
+      (signal) =>
+        invokeChanging(handler, {
+          ...inputs,
+          progress,
+          signal: AbortSignal.any([signal, inputs.signal]),
+        }, nested),
+    );
+    state.record(handler.id, outcome, new Date(), nested.childIds);
+    scope.childIds.push(...nested.childIds);
+    reportOutcome(inputs.logger, handler.id, outcome);
+    deliverResult(inputs.patch, handler.id, outcome);
+  }
+  const ids = records.map((h) => h.id);
+  if (!state.allFinished(ids)) {
+    throw new HandlerChildrenRetry(state.nextDelay(ids, new Date()) ?? 0);
+  }
+  const { failed } = state.counts(ids);
+  if (failed) {
+    throw new PermanentError(`${failed} sub-handler(s) of '${parent.id}' failed permanently`);
+  }
+}
