@@ -86,7 +86,9 @@ export async function eventually<T>(
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out waiting for ${what}${last ? `: ${last}` : ""}`);
+    }
     await sleep(100);
   }
 }
@@ -108,11 +110,17 @@ export async function applyCrdObjects(client: KubeClient, crds: KubeObject[]): P
   }
   for (const crd of crds) {
     const name = crd.metadata!.name!;
-    await eventually(async () => {
-      const live = await client.api.get(CRD_RESOURCE, name);
-      const conditions = ((live.status as { conditions?: Array<{ type: string; status: string }> })?.conditions) ?? [];
-      return conditions.some((c) => c.type === "Established" && c.status === "True");
-    }, 30_000, `CRD ${name} to be Established`);
+    await eventually(
+      async () => {
+        const live = await client.api.get(CRD_RESOURCE, name);
+        const conditions =
+          ((live.status as { conditions?: Array<{ type: string; status: string }> })?.conditions) ??
+            [];
+        return conditions.some((c) => c.type === "Established" && c.status === "True");
+      },
+      30_000,
+      `CRD ${name} to be Established`,
+    );
   }
 }
 
@@ -145,6 +153,16 @@ export class PausableTcpProxy implements AsyncDisposable {
   resume(): void {
     this.#paused = false;
     for (const wake of this.#resume.splice(0)) wake();
+  }
+
+  /** Closes every open connection (clients see a network error). */
+  dropAll(): void {
+    for (const conn of this.#conns) {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    }
+    this.#conns.clear();
   }
 
   async #accept(): Promise<void> {

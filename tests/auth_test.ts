@@ -15,7 +15,12 @@ import { CONFIGMAPS, SERVICEACCOUNTS, testClient, testNamespace } from "./_suppo
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
 /** A kubeconfig for the shared plane with the given user entry. */
-async function kubeconfigWith(dir: string, user: Record<string, unknown>, server?: string, ca?: string): Promise<string> {
+async function kubeconfigWith(
+  dir: string,
+  user: Record<string, unknown>,
+  server?: string,
+  ca?: string,
+): Promise<string> {
   const plane = await sharedControlPlane();
   const path = `${dir}/kubeconfig`;
   await Deno.writeTextFile(
@@ -25,7 +30,10 @@ async function kubeconfigWith(dir: string, user: Record<string, unknown>, server
       kind: "Config",
       clusters: [{
         name: "c",
-        cluster: { server: server ?? plane.server, "certificate-authority-data": btoa(ca ?? plane.caPem) },
+        cluster: {
+          server: server ?? plane.server,
+          "certificate-authority-data": btoa(ca ?? plane.caPem),
+        },
       }],
       users: [{ name: "u", user }],
       contexts: [{ name: "ctx", context: { cluster: "c", user: "u", namespace: "default" } }],
@@ -52,35 +60,61 @@ printf '{"apiVersion":"%s","kind":"ExecCredential","status":{"token":"%s","expir
   return path;
 }
 
-for (const apiVersion of ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"]) {
-  Deno.test(`exec plugin (${apiVersion.split("/")[1]}): a rejected credential is renewed by re-executing`, opts, async () => {
-    const plane = await sharedControlPlane();
-    const dir = await Deno.makeTempDir();
-    try {
-      const plugin = await writePlugin(dir);
-      const env = (extra: Record<string, string>) =>
-        Object.entries({ COUNT_FILE: `${dir}/count`, GOOD_TOKEN: plane.adminToken, API_VERSION: apiVersion, ...extra })
-          .map(([name, value]) => ({ name, value }));
-      const exec = { apiVersion, command: plugin, env: env({ BAD_CALLS: "1" }), interactiveMode: "Never" };
-      const path = await kubeconfigWith(dir, { exec });
-      using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
-      const list = await client.api.list(CONFIGMAPS, { namespace: "default" });
-      assert.ok(Array.isArray(list.items));
-      assert.equal(await Deno.readTextFile(`${dir}/count`), "2\n", "first token rejected (401), plugin re-executed once");
-      assert.equal(client.counters.count({ code: 401 }), 1);
+for (
+  const apiVersion of ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"]
+) {
+  Deno.test(
+    `exec plugin (${apiVersion.split("/")[1]}): a rejected credential is renewed by re-executing`,
+    opts,
+    async () => {
+      const plane = await sharedControlPlane();
+      const dir = await Deno.makeTempDir();
+      try {
+        const plugin = await writePlugin(dir);
+        const env = (extra: Record<string, string>) =>
+          Object.entries({
+            COUNT_FILE: `${dir}/count`,
+            GOOD_TOKEN: plane.adminToken,
+            API_VERSION: apiVersion,
+            ...extra,
+          })
+            .map(([name, value]) => ({ name, value }));
+        const exec = {
+          apiVersion,
+          command: plugin,
+          env: env({ BAD_CALLS: "1" }),
+          interactiveMode: "Never",
+        };
+        const path = await kubeconfigWith(dir, { exec });
+        using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
+        const list = await client.api.list(CONFIGMAPS, { namespace: "default" });
+        assert.ok(Array.isArray(list.items));
+        assert.equal(
+          await Deno.readTextFile(`${dir}/count`),
+          "2\n",
+          "first token rejected (401), plugin re-executed once",
+        );
+        assert.equal(client.counters.count({ code: 401 }), 1);
 
-      // An expiring credential is renewed before use, without a 401.
-      await Deno.remove(`${dir}/count`);
-      const path2 = await kubeconfigWith(dir, { exec: { ...exec, env: env({ EXPIRES_IN: "-10" }) } });
-      using client2 = new KubeClient(await loadKubeconfig({ paths: [path2] }));
-      await client2.api.list(CONFIGMAPS, { namespace: "default" });
-      await client2.api.list(CONFIGMAPS, { namespace: "default" });
-      assert.equal(await Deno.readTextFile(`${dir}/count`), "2\n", "expired credential re-executed for the 2nd call");
-      assert.equal(client2.counters.count({ code: 401 }), 0);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  });
+        // An expiring credential is renewed before use, without a 401.
+        await Deno.remove(`${dir}/count`);
+        const path2 = await kubeconfigWith(dir, {
+          exec: { ...exec, env: env({ EXPIRES_IN: "-10" }) },
+        });
+        using client2 = new KubeClient(await loadKubeconfig({ paths: [path2] }));
+        await client2.api.list(CONFIGMAPS, { namespace: "default" });
+        await client2.api.list(CONFIGMAPS, { namespace: "default" });
+        assert.equal(
+          await Deno.readTextFile(`${dir}/count`),
+          "2\n",
+          "expired credential re-executed for the 2nd call",
+        );
+        assert.equal(client2.counters.count({ code: 401 }), 0);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  );
 }
 
 Deno.test("a request forbidden by RBAC gives a clear error and is not retried", opts, async () => {
@@ -90,7 +124,11 @@ Deno.test("a request forbidden by RBAC gives a clear error and is not retried", 
   const request = await admin.http.json<{ status: { token: string } }>({
     method: "POST",
     path: `/api/v1/namespaces/${namespace}/serviceaccounts/limited/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 600 } },
+    body: {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: { expirationSeconds: 600 },
+    },
   });
   const dir = await Deno.makeTempDir();
   try {
@@ -122,7 +160,12 @@ Deno.test("client certificates authenticate (mutual TLS)", opts, async () => {
       "client-key-data": btoa(plane.adminKeyPem),
     });
     using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
-    const ns = await client.api.get({ group: "", version: "v1", plural: "namespaces", namespaced: false }, "default");
+    const ns = await client.api.get({
+      group: "",
+      version: "v1",
+      plural: "namespaces",
+      namespaced: false,
+    }, "default");
     assert.equal(ns.metadata?.name, "default");
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -150,8 +193,15 @@ Deno.test("bad configuration: one clear error line each", opts, async () => {
     assert.equal(broken.name, "ConfigError");
 
     // Unreachable server.
-    const unreachable = await kubeconfigWith(dir, { token: plane.adminToken }, "https://127.0.0.1:1");
-    using c1 = new KubeClient(await loadKubeconfig({ paths: [unreachable] }), { retries: 1, backoff: { initialMs: 10 } });
+    const unreachable = await kubeconfigWith(
+      dir,
+      { token: plane.adminToken },
+      "https://127.0.0.1:1",
+    );
+    using c1 = new KubeClient(await loadKubeconfig({ paths: [unreachable] }), {
+      retries: 1,
+      backoff: { initialMs: 10 },
+    });
     const refused = await c1.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
     assert.ok(refused instanceof TransportError);
     assert.equal(refused.kind, "network");
@@ -160,12 +210,20 @@ Deno.test("bad configuration: one clear error line each", opts, async () => {
 
     // Wrong CA.
     const otherCa = await createCertificateAuthority();
-    const wrongCa = await kubeconfigWith(dir, { token: plane.adminToken }, undefined, otherCa.certPem);
+    const wrongCa = await kubeconfigWith(
+      dir,
+      { token: plane.adminToken },
+      undefined,
+      otherCa.certPem,
+    );
     using c2 = new KubeClient(await loadKubeconfig({ paths: [wrongCa] }));
     const untrusted = await c2.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
     assert.ok(untrusted instanceof TransportError);
     assert.equal(untrusted.kind, "tls");
-    assert.match(oneLine(untrusted), /^Cannot verify the TLS certificate of https:\/\/127\.0\.0\.1:\d+: .*check the CA in/);
+    assert.match(
+      oneLine(untrusted),
+      /^Cannot verify the TLS certificate of https:\/\/127\.0\.0\.1:\d+: .*check the CA in/,
+    );
     assert.equal(c2.counters.count({ code: 0 }), 1, "TLS trust failures are not retried");
 
     // Wrong token.

@@ -17,29 +17,39 @@ async function faultProxy(faults: Array<{ status: number; headers?: Record<strin
   const plane = await sharedControlPlane();
   const tls = Deno.createHttpClient({ caCerts: [plane.caPem] });
   const arrivals: number[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
-    arrivals.push(performance.now());
-    const fault = faults.shift();
-    if (fault) {
-      return new Response(JSON.stringify({ kind: "Status", code: fault.status, message: "injected" }), {
-        status: fault.status,
-        headers: fault.headers ?? {},
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      arrivals.push(performance.now());
+      const fault = faults.shift();
+      if (fault) {
+        return new Response(
+          JSON.stringify({ kind: "Status", code: fault.status, message: "injected" }),
+          {
+            status: fault.status,
+            headers: fault.headers ?? {},
+          },
+        );
+      }
+      const url = new URL(request.url);
+      const upstream = await fetch(`${plane.server}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers: {
+          ...Object.fromEntries(request.headers),
+          authorization: `Bearer ${plane.adminToken}`,
+        },
+        body: request.body,
+        client: tls,
       });
-    }
-    const url = new URL(request.url);
-    const upstream = await fetch(`${plane.server}${url.pathname}${url.search}`, {
-      method: request.method,
-      headers: { ...Object.fromEntries(request.headers), authorization: `Bearer ${plane.adminToken}` },
-      body: request.body,
-      client: tls,
-    });
-    return new Response(upstream.body, { status: upstream.status, headers: upstream.headers });
-  });
+      return new Response(upstream.body, { status: upstream.status, headers: upstream.headers });
+    },
+  );
   const url = `http://127.0.0.1:${server.addr.port}`;
   return {
     url,
     arrivals,
-    client: (options = {}) => new KubeClient({ server: url, credentials: NO_CREDENTIALS, source: "test proxy" }, options),
+    client: (options = {}) =>
+      new KubeClient({ server: url, credentials: NO_CREDENTIALS, source: "test proxy" }, options),
     async [Symbol.asyncDispose]() {
       await server.shutdown();
       tls.close();
@@ -86,7 +96,9 @@ Deno.test("the client-side rate limit spaces requests out", opts, async () => {
   await using proxy = await faultProxy([]);
   using client = proxy.client({ qps: 10, burst: 2 });
   const started = performance.now();
-  await Promise.all(Array.from({ length: 6 }, () => client.api.list(CONFIGMAPS, { namespace: "default" })));
+  await Promise.all(
+    Array.from({ length: 6 }, () => client.api.list(CONFIGMAPS, { namespace: "default" })),
+  );
   const elapsed = performance.now() - started;
   // 2 requests from the burst, then 4 more at 10/s: at least ~400 ms.
   assert.ok(elapsed >= 350, `elapsed ${elapsed}`);
@@ -96,7 +108,12 @@ Deno.test("the client-side rate limit spaces requests out", opts, async () => {
 Deno.test("request timeouts abort hung requests", opts, async () => {
   const stop = new AbortController();
   const never = new Promise<Response>(() => {});
-  const hung = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {}, signal: stop.signal }, () => never);
+  const hung = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    onListen: () => {},
+    signal: stop.signal,
+  }, () => never);
   try {
     using client = new KubeClient({
       server: `http://127.0.0.1:${hung.addr.port}`,
