@@ -32,7 +32,7 @@ export interface InProcessOperator extends AsyncDisposable {
 /**
  * Starts an operator in-process with the handlers that `setup` registers.
  * @param setup Registers handlers into the given registry (pass `registry` to `on.*`).
- * @param options Namespaces, settings tweaks.
+ * @param options Namespaces, settings tweaks, and optionally a client (e.g. through a proxy).
  */
 export async function startOperator(
   setup: (registry: OperatorRegistry) => void,
@@ -41,7 +41,7 @@ export async function startOperator(
   const plane = await sharedControlPlane();
   const registry = new OperatorRegistry();
   setup(registry);
-  const client = new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+  const client = options.client ?? new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
   const settings = options.settings ?? createSettings({ posting: { aggregationWindow: 0.2 } });
   const logs: LogEntry[] = [];
   const controller = new AbortController();
