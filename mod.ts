@@ -26,6 +26,7 @@ export type {
   ResumeOptions,
   UpdateOptions,
 } from "./core/api/on.ts";
+export { event, type EventMessage, exception, info, warn } from "./core/api/events.ts";
 export { configureLogging, type LogFormat, type LoggingOptions } from "./core/api/logging.ts";
 export { operator, type OperatorOptions, OperatorStartError } from "./core/reactor/running.ts";
 export {

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { postEvent } from "../client/events.ts";
 import type { KubeApi } from "../client/api.ts";
 import { isAtLeast, type LogEntry, type Logger, type ObjectRef } from "../actions/loggers.ts";
@@ -183,4 +184,46 @@ export class EventPoster {
       );
     }
   }
+}
+
+// The poster of the operator whose code is running (handlers, filters), so that `event()` and
+// friends post through the right operator even with several operators in one process. Kept on
+// the global object so that a second copy of the library shares it.
+const CONTEXT_KEY = Symbol.for("kopf.posters");
+type PosterGlobals = {
+  [CONTEXT_KEY]?: { current: AsyncLocalStorage<EventPoster>; active: Set<EventPoster> };
+};
+
+function posterGlobals(): { current: AsyncLocalStorage<EventPoster>; active: Set<EventPoster> } {
+  const holder = globalThis as PosterGlobals;
+  return holder[CONTEXT_KEY] ??= {
+    current: new AsyncLocalStorage<EventPoster>(),
+    active: new Set(),
+  };
+}
+
+/**
+ * Runs `fn` with `poster` as the current operator's poster (inherited by all async work it starts).
+ * @param poster The operator's poster.
+ * @param fn The operator's work.
+ * @returns What `fn` returns.
+ */
+export async function withPoster<T>(poster: EventPoster, fn: () => Promise<T>): Promise<T> {
+  const globals = posterGlobals();
+  globals.active.add(poster);
+  try {
+    return await globals.current.run(poster, fn);
+  } finally {
+    globals.active.delete(poster);
+  }
+}
+
+/**
+ * The posters to use for an explicit event: the current operator's, else every running one.
+ * @returns Zero or more posters.
+ */
+export function currentPosters(): EventPoster[] {
+  const globals = posterGlobals();
+  const current = globals.current.getStore();
+  return current ? [current] : [...globals.active];
 }

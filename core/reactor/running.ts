@@ -12,7 +12,7 @@ import { getDefaultLifecycle, type Lifecycle } from "../actions/lifecycles.ts";
 import { Logger, type LogListener } from "../actions/loggers.ts";
 import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
-import { EventPoster } from "../engines/posting.ts";
+import { EventPoster, withPoster } from "../engines/posting.ts";
 import type { Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
@@ -114,7 +114,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       signal: stopAll,
       onReady: options.onReady,
     });
-    const running = orchestrator.run();
+    const running = withPoster(poster, () => orchestrator.run());
     await new Promise<void>((resolve) =>
       stopAll.addEventListener("abort", () => resolve(), { once: true })
     );

@@ -1,0 +1,85 @@
+/**
+ * Posting Kubernetes Events explicitly from handlers: `event`, `info`, `warn`, `exception`.
+ * Events may be about any object (with apiVersion, kind, metadata.name/uid/namespace). They go
+ * through the operator's aggregated, rate-limited poster and obey `settings.posting.enabled`.
+ * Events about Events are silently skipped.
+ *
+ * @example
+ * ```ts
+ * import { info } from "./events.ts";
+ * import { on } from "./on.ts";
+ * on.create("kopfexamples", ({ body }) => {
+ *   info(body, { reason: "SomeReason", message: "Some message" });
+ * });
+ * ```
+ * @module
+ */
+
+import { buildObjectReference } from "../actions/loggers.ts";
+import { currentPosters } from "../engines/posting.ts";
+import type { KubeObject } from "../structs/objects.ts";
+
+/** What an explicit Event says. */
+export interface EventMessage {
+  /** CamelCase reason without spaces, e.g. `SomeReason`. */
+  readonly reason: string;
+  /** Human-readable message. @default "" */
+  readonly message?: string;
+}
+
+/**
+ * Posts an Event of any type about one or several objects.
+ * @param objects The object(s) the Event is about.
+ * @param options Type, reason and message.
+ */
+export function event(
+  objects: KubeObject | readonly KubeObject[],
+  options: EventMessage & { readonly type: string },
+): void {
+  const list = Array.isArray(objects) ? objects as readonly KubeObject[] : [objects as KubeObject];
+  for (const poster of currentPosters()) {
+    for (const object of list) {
+      poster.enqueue({
+        ref: buildObjectReference(object),
+        type: options.type,
+        reason: options.reason,
+        message: options.message ?? "",
+      });
+    }
+  }
+}
+
+/**
+ * Posts a `Normal` Event.
+ * @param objects The object(s).
+ * @param options Reason and message.
+ */
+export function info(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
+  event(objects, { ...options, type: "Normal" });
+}
+
+/**
+ * Posts a `Warning` Event.
+ * @param objects The object(s).
+ * @param options Reason and message.
+ */
+export function warn(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
+  event(objects, { ...options, type: "Warning" });
+}
+
+/**
+ * Posts an `Error` Event about an error; the reason defaults to the error's name and the
+ * message is followed by the error's message.
+ * @param objects The object(s).
+ * @param options The error, and optionally reason and message.
+ */
+export function exception(
+  objects: KubeObject | readonly KubeObject[],
+  options: { readonly error?: unknown; readonly reason?: string; readonly message?: string } = {},
+): void {
+  const error = options.error;
+  const name = error instanceof Error ? error.name : "Error";
+  const detail = error instanceof Error ? error.message : error === undefined ? "" : String(error);
+  const message = [options.message, detail].filter(Boolean).join(": ");
+  event(objects, { type: "Error", reason: options.reason || name, message });
+}
