@@ -76,23 +76,6 @@ function widgetCrd(plural = "widgets", kind = "Widget", shortName = "wdg"): Kube
   };
 }
 
-async function collect<T>(
-  iterable: AsyncIterable<T>,
-  until: (seen: T[]) => boolean,
-  timeoutMs = 30_000,
-): Promise<T[]> {
-  const seen: T[] = [];
-  const deadline = setTimeout(() => {}, 0);
-  clearTimeout(deadline);
-  const timer = AbortSignal.timeout(timeoutMs);
-  for await (const item of iterable) {
-    seen.push(item);
-    if (until(seen)) break;
-    if (timer.aborted) throw new Error(`Timed out; saw ${JSON.stringify(seen).slice(0, 2000)}`);
-  }
-  return seen;
-}
-
 Deno.test("CRUD on the example CRD, with preconditions and typed errors", opts, async () => {
   using client = await testClient();
   await applyCrds(client, "crds/example.yaml");

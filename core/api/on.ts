@@ -86,9 +86,12 @@ export interface FieldOptions<C = never> extends UpdateOptions<C> {
   readonly field: FieldSpec;
 }
 
-type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
-type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
-type Default = Record<string, unknown>;
+/** A resource-changing handler function. */
+export type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
+/** An event-watching handler function. */
+export type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
+/** The default type of `spec` and `status`. */
+export type Default = Record<string, unknown>;
 
 function split<F, O>(a: O | F, b: F | undefined): [O, F] {
   return b === undefined ? [{} as O, a as F] : [a as O, b];
@@ -149,10 +152,50 @@ function registerChanging(
   (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
 }
 
+/** The handler registration functions; see {@link on}. */
+export interface On {
+  /** Runs when an object is seen for the first time (never handled before). */
+  create<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T>;
+  /** Runs when the essence (spec, labels, annotations…) of a handled object changed. */
+  update<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T>;
+  /** Runs when deletion is requested; blocks the deletion (finalizer) until it finishes. */
+  delete<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T>;
+  /** Runs once per object per operator process for objects that existed when it started. */
+  resume<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
+    maybeFn?: Changing<S, T>,
+  ): Changing<S, T>;
+  /** Runs when a field changes (including its appearance at creation). */
+  field<S = Default, T = Default>(
+    spec: ResourceSpec,
+    options: FieldOptions<ChangingContext<S, T>>,
+    fn: Changing<S, T>,
+  ): Changing<S, T>;
+  /** Runs for every raw watch event (and every listed object); errors are logged and ignored. */
+  event<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
+    maybeFn?: Eventing<S, T>,
+  ): Eventing<S, T>;
+}
+
 /**
  * Handler registration functions. Each returns the function it was given.
  */
-export const on = {
+export const on: On = {
   /** Runs when an object is seen for the first time (never handled before). */
   create<S = Default, T = Default>(
     spec: ResourceSpec,

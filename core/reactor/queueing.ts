@@ -14,7 +14,7 @@ import type { Logger } from "../actions/loggers.ts";
 import type { QueueingSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { sleep } from "../util/backoff.ts";
-import { Semaphore } from "../util/semaphore.ts";
+import type { Semaphore } from "../util/semaphore.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
 
 /** What the queue needs. */
