@@ -14,6 +14,8 @@ export class TemporaryError extends Error {
   readonly delay: number | null;
 
   /**
+   * Creates a temporary failure; throw it from a handler to have it retried later.
+   *
    * @param message What went wrong.
    * @param options `delay` in seconds (default 60; `null` = immediately) and `cause`.
    */
@@ -27,6 +29,8 @@ export class TemporaryError extends Error {
 /** A failure that is not retried: the handler is done (failed) for the current change. */
 export class PermanentError extends Error {
   /**
+   * Creates a permanent failure; throw it from a handler to stop retrying it.
+   *
    * @param message What went wrong.
    * @param options `cause`.
    */
@@ -38,7 +42,11 @@ export class PermanentError extends Error {
 
 /** The handler's `timeout` passed since its first attempt. */
 export class HandlerTimeoutError extends PermanentError {
-  /** @param message What timed out. */
+  /**
+   * Creates the error the framework reports when a handler's timeout has passed.
+   *
+   * @param message What timed out.
+   */
   constructor(message: string) {
     super(message);
     this.name = "HandlerTimeoutError";
@@ -47,7 +55,11 @@ export class HandlerTimeoutError extends PermanentError {
 
 /** The handler's `retries` limit was reached. */
 export class HandlerRetriesError extends PermanentError {
-  /** @param message What ran out of retries. */
+  /**
+   * Creates the error the framework reports when a handler has used up its retries.
+   *
+   * @param message What ran out of retries.
+   */
   constructor(message: string) {
     super(message);
     this.name = "HandlerRetriesError";
@@ -56,7 +68,11 @@ export class HandlerRetriesError extends PermanentError {
 
 /** Internal: a parent handler's sub-handlers are unfinished; re-run the parent soon, quietly. */
 export class HandlerChildrenRetry extends TemporaryError {
-  /** @param delay Seconds until the next attempt. */
+  /**
+   * Creates the internal retry signal of a parent handler.
+   *
+   * @param delay Seconds until the next attempt.
+   */
   constructor(delay: number | null) {
     super("Sub-handlers are not finished yet", { delay });
     this.name = "HandlerChildrenRetry";

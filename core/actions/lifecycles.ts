@@ -19,17 +19,32 @@ export interface LifecycleCandidate {
 /** Chooses which due handlers run in this cycle. */
 export type Lifecycle = <T extends LifecycleCandidate>(handlers: readonly T[]) => readonly T[];
 
-/** Runs every due handler in one cycle, in registration order. */
+/**
+ * Runs every due handler in one cycle, in registration order.
+ *
+ * @param handlers The due handlers, in registration order.
+ * @returns All of them.
+ */
 export function allAtOnce<T extends LifecycleCandidate>(handlers: readonly T[]): readonly T[] {
   return handlers;
 }
 
-/** Runs the first due handler only. */
+/**
+ * Runs the first due handler only.
+ *
+ * @param handlers The due handlers, in registration order.
+ * @returns The first one, or none.
+ */
 export function oneByOne<T extends LifecycleCandidate>(handlers: readonly T[]): readonly T[] {
   return handlers.slice(0, 1);
 }
 
-/** Runs every due handler, in random order. */
+/**
+ * Runs every due handler, in random order.
+ *
+ * @param handlers The due handlers, in registration order.
+ * @returns All of them, shuffled (a new array).
+ */
 export function shuffled<T extends LifecycleCandidate>(handlers: readonly T[]): readonly T[] {
   const copy = [...handlers];
   for (let i = copy.length - 1; i > 0; i--) {
@@ -39,12 +54,22 @@ export function shuffled<T extends LifecycleCandidate>(handlers: readonly T[]): 
   return copy;
 }
 
-/** Runs one random due handler. */
+/**
+ * Runs one random due handler.
+ *
+ * @param handlers The due handlers, in registration order.
+ * @returns One of them, or none.
+ */
 export function randomized<T extends LifecycleCandidate>(handlers: readonly T[]): readonly T[] {
   return shuffled(handlers).slice(0, 1);
 }
 
-/** The default: one handler per cycle, the one with the fewest retries (ties: registration order). */
+/**
+ * The default: one handler per cycle, the one with the fewest retries (ties: registration order).
+ *
+ * @param handlers The due handlers, in registration order.
+ * @returns The chosen one, or none.
+ */
 export function asap<T extends LifecycleCandidate>(handlers: readonly T[]): readonly T[] {
   let best: T | undefined;
   for (const handler of handlers) if (!best || handler.retries < best.retries) best = handler;
@@ -53,7 +78,11 @@ export function asap<T extends LifecycleCandidate>(handlers: readonly T[]): read
 
 let defaultLifecycle: Lifecycle = asap;
 
-/** The lifecycle used when none is given. */
+/**
+ * The lifecycle used when none is given.
+ *
+ * @returns The current default ({@link asap} unless replaced).
+ */
 export function getDefaultLifecycle(): Lifecycle {
   return defaultLifecycle;
 }

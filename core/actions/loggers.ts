@@ -78,6 +78,8 @@ export class Logger {
   #local: boolean;
 
   /**
+   * Creates a logger; handlers get theirs ready-made as `context.logger`.
+   *
    * @param category Logger category.
    * @param options The object reference, listeners, and whether messages stay local (no Events).
    */
@@ -122,32 +124,58 @@ export class Logger {
     });
   }
 
-  /** Logs at debug level. */
+  /**
+   * Logs at debug level.
+   *
+   * @param message Text.
+   */
   debug(message: string): void {
     this.log("debug", message);
   }
 
-  /** Logs at info level. */
+  /**
+   * Logs at info level.
+   *
+   * @param message Text.
+   */
   info(message: string): void {
     this.log("info", message);
   }
 
-  /** Logs at warning level. */
+  /**
+   * Logs at warning level.
+   *
+   * @param message Text.
+   */
   warning(message: string): void {
     this.log("warning", message);
   }
 
-  /** Alias of {@link Logger.warning}. */
+  /**
+   * Logs at warning level; an alias of {@link Logger.warning}.
+   *
+   * @param message Text.
+   */
   warn(message: string): void {
     this.log("warning", message);
   }
 
-  /** Logs at error level. */
+  /**
+   * Logs at error level.
+   *
+   * @param message Text.
+   * @param error An attached error, if any.
+   */
   error(message: string, error?: unknown): void {
     this.log("error", message, error);
   }
 
-  /** Logs an error with its stack trace. */
+  /**
+   * Logs at error level with an error attached, whose stack trace the log output prints.
+   *
+   * @param message Text.
+   * @param error The error.
+   */
   exception(message: string, error: unknown): void {
     this.log("error", message, error);
   }

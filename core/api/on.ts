@@ -154,37 +154,86 @@ function registerChanging(
 
 /** The handler registration functions; see {@link on}. */
 export interface On {
-  /** Runs when an object is seen for the first time (never handled before). */
+  /**
+   * Registers a creation handler: runs for an object that was never handled before (it has
+   * no last-handled configuration yet).
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   create<S = Default, T = Default>(
     spec: ResourceSpec,
     optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
-  /** Runs when the essence (spec, labels, annotations…) of a handled object changed. */
+  /**
+   * Registers an update handler: runs when the essence (spec, labels, annotations…) of a
+   * handled object changed.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   update<S = Default, T = Default>(
     spec: ResourceSpec,
     optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
-  /** Runs when deletion is requested; blocks the deletion (finalizer) until it finishes. */
+  /**
+   * Registers a deletion handler: runs when deletion is requested; unless `optional`, a
+   * finalizer blocks the deletion until it has finished.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   delete<S = Default, T = Default>(
     spec: ResourceSpec,
     optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
-  /** Runs once per object per operator process for objects that existed when it started. */
+  /**
+   * Registers a resuming handler: runs once per object and operator process for objects that
+   * were already handled before (no change needed).
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   resume<S = Default, T = Default>(
     spec: ResourceSpec,
     optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
-  /** Runs when a field changes (including its appearance at creation). */
+  /**
+   * Registers a field handler: runs when the given field changes (including its appearance at
+   * creation); `old`, `new` and `diff` are the field's.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param options The options; `field` is required.
+   * @param fn The handler function.
+   * @returns The handler function, unchanged.
+   * @throws {TypeError} when no field is given.
+   */
   field<S = Default, T = Default>(
     spec: ResourceSpec,
     options: FieldOptions<ChangingContext<S, T>>,
     fn: Changing<S, T>,
   ): Changing<S, T>;
-  /** Runs for every raw watch event (and every listed object); errors are logged and ignored. */
+  /**
+   * Registers an event-watching handler: runs for every raw watch event (and every listed
+   * object); its errors are logged and ignored, never retried.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   event<S = Default, T = Default>(
     spec: ResourceSpec,
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,

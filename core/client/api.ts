@@ -78,13 +78,22 @@ export class KubeApi {
   /** The HTTP funnel (counters, connection). */
   readonly http: HttpClient;
 
-  /** @param http The HTTP funnel to send requests through. */
+  /**
+   * Creates the object operations over an HTTP funnel.
+   *
+   * @param http The HTTP funnel to send requests through.
+   */
   constructor(http: HttpClient) {
     this.http = http;
   }
 
   /**
    * Reads one object.
+   *
+   * @param resource The object's resource.
+   * @param name The object's name.
+   * @param options Namespace and signal.
+   * @returns The object.
    * @throws {ApiError} 404 NotFound when it does not exist.
    */
   get<T extends KubeObject = KubeObject>(
@@ -99,6 +108,11 @@ export class KubeApi {
   /**
    * Yields the pages of a list, following `continue` tokens until the list is complete.
    * If a continue token expires (410) mid-way, the error propagates: callers relist.
+   *
+   * @param resource The resource to list.
+   * @param options Namespace, selectors, page size and signal.
+   * @returns The pages, each with its items (never `undefined`) and list metadata.
+   * @throws {ApiError} as the server answers, e.g. 410 Gone for an expired continue token.
    */
   async *listPages<T extends KubeObject = KubeObject>(
     resource: ResourceRef,
@@ -125,6 +139,9 @@ export class KubeApi {
 
   /**
    * Lists all objects (all pages) as one consistent snapshot.
+   *
+   * @param resource The resource to list.
+   * @param options Namespace, selectors, page size and signal.
    * @returns Every item and the resourceVersion of the snapshot (to start a watch from).
    */
   async list<T extends KubeObject = KubeObject>(
@@ -142,6 +159,11 @@ export class KubeApi {
 
   /**
    * Creates an object.
+   *
+   * @param resource The object's resource.
+   * @param body The object; its `metadata.namespace` is used when no namespace is given.
+   * @param options Namespace and signal.
+   * @returns The object as stored.
    * @throws {ApiError} 409 AlreadyExists, 422 Invalid, …
    */
   create<T extends KubeObject = KubeObject>(
@@ -154,7 +176,16 @@ export class KubeApi {
     return this.http.json<T>({ method: "POST", path, body, signal: options.signal });
   }
 
-  /** Replaces an object (PUT); the body's resourceVersion makes it conditional. */
+  /**
+   * Replaces an object (PUT); the body's resourceVersion makes it conditional.
+   *
+   * @param resource The object's resource.
+   * @param name The object's name.
+   * @param body The whole new object.
+   * @param options Namespace, subresource and signal.
+   * @returns The object as stored.
+   * @throws {ApiError} 409 Conflict when the resourceVersion is outdated.
+   */
   replace<T extends KubeObject = KubeObject>(
     resource: ResourceRef,
     name: string,
@@ -169,7 +200,13 @@ export class KubeApi {
   /**
    * Patches an object or its subresource with a merge patch (default), a JSON patch or a
    * strategic merge patch (built-in resources only).
+   *
+   * @param resource The object's resource.
+   * @param name The object's name.
+   * @param patch The patch body, as the chosen patch type expects it.
+   * @param options Patch type, subresource, namespace and signal.
    * @returns The object as stored after the patch.
+   * @throws {ApiError} 404 NotFound, 422 Invalid (e.g. a failed JSON-patch `test`), …
    */
   patch<T extends KubeObject = KubeObject>(
     resource: ResourceRef,
@@ -195,6 +232,12 @@ export class KubeApi {
   /**
    * Deletes an object. With finalizers present, the object stays (with a deletionTimestamp)
    * and the answer is the object; otherwise a `Status`.
+   *
+   * @param resource The object's resource.
+   * @param name The object's name.
+   * @param options Namespace, propagation policy, preconditions, grace period and signal.
+   * @returns The object (still being finalized) or the server's `Status`.
+   * @throws {ApiError} 404 NotFound, 409 Conflict when a precondition fails, …
    */
   delete(resource: ResourceRef, name: string, options: DeleteOptions = {}): Promise<KubeObject> {
     const path = resourcePath(resource, { namespace: options.namespace, name });
@@ -212,7 +255,13 @@ export class KubeApi {
 
   /**
    * Opens a raw watch stream (newline-delimited JSON events). Not retried here: the watch loop
-   * in `watching.ts` decides how to resume. No request timeout applies once headers arrived.
+   * in `watching.ts` decides how to resume. No client-side request timeout applies.
+   *
+   * @param resource The resource to watch.
+   * @param options Namespace, resourceVersion, selectors, bookmarks, server timeout and signal.
+   * @returns The response with its body unread.
+   * @throws {ApiError} when the server refuses the watch (e.g. 410 Gone for an old version).
+   * @throws {TransportError} when the server cannot be reached.
    */
   watch(resource: ResourceRef, options: WatchOptions = {}): Promise<Response> {
     const path = resourcePath(resource, { namespace: options.namespace });

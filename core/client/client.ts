@@ -30,6 +30,9 @@ export class KubeClient implements Disposable {
   readonly discovery: Discovery;
 
   /**
+   * Creates a client for explicit connection settings; see {@link KubeClient.connect} for the
+   * usual way (kubeconfig or in-cluster). Nothing is requested until the first call.
+   *
    * @param connection Server, TLS material and credentials.
    * @param options Timeouts, retries, rate limit, counters.
    */

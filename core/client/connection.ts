@@ -13,12 +13,17 @@ export interface Credentials {
   /**
    * Headers to add to each request, e.g. `{ Authorization: "Bearer …" }`.
    * May read a token file or run an exec plugin; implementations cache until expiry.
+   *
+   * @param signal Stops waiting (e.g. for an exec plugin).
+   * @returns The headers.
    */
   headers(signal?: AbortSignal): Promise<Record<string, string>>;
   /**
    * Called after the server answered 401 Unauthorized. Drops cached material so the next
-   * `headers()` re-reads or re-executes. Resolves `true` when a retry may succeed
-   * (something could be refreshed), `false` when retrying is pointless.
+   * `headers()` re-reads or re-executes.
+   *
+   * @returns `true` when a retry may succeed (something could be refreshed), `false` when
+   *   retrying is pointless.
    */
   invalidate(): Promise<boolean>;
 }

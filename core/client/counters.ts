@@ -60,7 +60,12 @@ export class RequestCounters {
     return total;
   }
 
-  /** Number of writes (create, update, patch, delete, deletecollection) matching the filter. */
+  /**
+   * Counts the writes (create, update, patch, delete, deletecollection) matching the filter.
+   *
+   * @param filter The resource to match; omitted matches any.
+   * @returns The number of matching writes.
+   */
   writes(filter: { resource?: string } = {}): number {
     return this.count({
       ...filter,
@@ -68,7 +73,11 @@ export class RequestCounters {
     });
   }
 
-  /** All counts, one entry per distinct key. */
+  /**
+   * Lists all counts.
+   *
+   * @returns One entry per distinct verb, resource and code, with its count.
+   */
   entries(): Array<RequestKey & { count: number }> {
     return [...this.#counts].map(([id, count]) => {
       const [verb, resource, code] = id.split(" ") as [Verb, string, string];
@@ -76,7 +85,12 @@ export class RequestCounters {
     });
   }
 
-  /** A frozen copy, to compare before/after an action with {@link RequestCounters.since}. */
+  /**
+   * Copies the current counts, to compare before/after an action with
+   * {@link RequestCounters.since}.
+   *
+   * @returns An independent copy that does not change with later requests.
+   */
   snapshot(): RequestCounters {
     const copy = new RequestCounters();
     for (const [id, n] of this.#counts) copy.#counts.set(id, n);

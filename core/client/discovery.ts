@@ -65,6 +65,8 @@ export class Discovery {
   #listeners = new Set<() => void>();
 
   /**
+   * Creates an empty catalogue; nothing is loaded until the first call.
+   *
    * @param api Object operations (for the HTTP funnel).
    * @param options Refresh pacing.
    */

@@ -48,6 +48,8 @@ export class ApiError extends Error {
   readonly retryAfterMs: number | undefined;
 
   /**
+   * Creates the error; the client builds these from answers with `apiErrorFrom()`.
+   *
    * @param init The parts of the failed answer.
    */
   constructor(init: {
@@ -78,6 +80,8 @@ export class TransportError extends Error {
   readonly kind: "network" | "tls" | "timeout";
 
   /**
+   * Creates the error; the client builds these with `transportErrorFrom()`.
+   *
    * @param message A one-line explanation with a hint at what to check.
    * @param request The request that failed.
    * @param kind Category of the failure.

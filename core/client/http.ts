@@ -80,6 +80,9 @@ export class HttpClient implements Disposable {
   #refilledAt = performance.now();
 
   /**
+   * Creates the funnel; for `https:` servers (unless `fetch` is replaced) it also creates the
+   * TLS client with the connection's CA and client certificate.
+   *
    * @param connection Server, TLS material and credentials.
    * @param options Timeouts, retries, rate limit.
    */

@@ -10,6 +10,7 @@ import type { Diff } from "../structs/diffs.ts";
 import type { KubeObject, ObjectMeta } from "../structs/objects.ts";
 import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
+import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
 import type { Reason } from "./handlers.ts";
 
 /** Free-form per-object (or operator) memory, kept in memory only. */
@@ -84,11 +85,20 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
    * Runs sub-handlers as part of this handler: each is tracked, retried and persisted on its own
    * (ids `parent/child`); this handler is re-invoked until all of them are finished.
    * Without arguments, runs the ones declared with {@link ChangingContext.subhandler}.
+   *
+   * @param fns Sub-handlers by id; omitted: the declared ones.
+   * @returns Resolves when this cycle's sub-handlers ran.
+   * @throws An internal retry signal while sub-handlers are unfinished (let it propagate).
    */
   execute(
     fns?: Readonly<Record<string, (context: ChangingContext<Spec, Status>) => unknown>>,
   ): Promise<void>;
-  /** Declares a sub-handler (run after this handler returns, or by `execute()`). */
+  /**
+   * Declares a sub-handler (run after this handler returns, or by `execute()`).
+   *
+   * @param fn The sub-handler function; it gets the same kind of context.
+   * @param options Id, error mode, timeout, retries, backoff, param.
+   */
   subhandler(
     fn: (context: ChangingContext<Spec, Status>) => unknown,
     options?: SubhandlerOptions,
@@ -109,4 +119,14 @@ export interface SubhandlerOptions {
   readonly backoff?: number;
   /** Passed back as `param`. */
   readonly param?: unknown;
+  /** Label filters (values, PRESENT, ABSENT, callbacks). */
+  readonly labels?: MetaFilter;
+  /** Annotation filters. */
+  readonly annotations?: MetaFilter;
+  /** Whole-object callback filter. */
+  readonly when?: WhenCallback<ChangingContext>;
+  /** A field the sub-handler cares about (dotted or a path). */
+  readonly field?: string | readonly string[];
+  /** Value filter of `field` (default: present). */
+  readonly value?: ValueFilter;
 }

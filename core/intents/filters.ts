@@ -92,26 +92,46 @@ export function matchField(
   return matchValue(filter === undefined ? PRESENT : filter, resolve(body, field), context);
 }
 
-/** Inverts a callback: passes when it returns false. */
+/**
+ * Inverts a callback: passes when it returns false.
+ *
+ * @param fn The callback.
+ * @returns The inverted callback.
+ */
 export function not_<A extends unknown[]>(fn: (...args: A) => boolean): (...args: A) => boolean {
   return (...args: A) => !fn(...args);
 }
 
-/** Passes when all callbacks return true. */
+/**
+ * Combines callbacks: passes when all of them return true.
+ *
+ * @param fns The callbacks.
+ * @returns The combined callback.
+ */
 export function all_<A extends unknown[]>(
   fns: ReadonlyArray<(...args: A) => boolean>,
 ): (...args: A) => boolean {
   return (...args: A) => fns.every((fn) => fn(...args));
 }
 
-/** Passes when at least one callback returns true. */
+/**
+ * Combines callbacks: passes when at least one of them returns true.
+ *
+ * @param fns The callbacks.
+ * @returns The combined callback.
+ */
 export function any_<A extends unknown[]>(
   fns: ReadonlyArray<(...args: A) => boolean>,
 ): (...args: A) => boolean {
   return (...args: A) => fns.some((fn) => fn(...args));
 }
 
-/** Passes when no callback returns true. */
+/**
+ * Combines callbacks: passes when none of them returns true.
+ *
+ * @param fns The callbacks.
+ * @returns The combined callback.
+ */
 export function none_<A extends unknown[]>(
   fns: ReadonlyArray<(...args: A) => boolean>,
 ): (...args: A) => boolean {

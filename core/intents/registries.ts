@@ -62,7 +62,11 @@ export class OperatorRegistry {
     return this.#registrations;
   }
 
-  /** The distinct selectors in use. */
+  /**
+   * Lists the distinct selectors in use.
+   *
+   * @returns One entry per distinct selector, in declaration order.
+   */
   selectors(): SelectorFields[] {
     const seen = new Map<string, SelectorFields>();
     for (const r of this.#registrations) seen.set(JSON.stringify(r.selector), r.selector);
@@ -98,7 +102,11 @@ export class OperatorRegistry {
 const DEFAULT_KEY = Symbol.for("kopf.defaultRegistry");
 type WithDefault = { [DEFAULT_KEY]?: OperatorRegistry };
 
-/** The registry used by `on.*` when no `registry` option is given. */
+/**
+ * The registry used by `on.*` when no `registry` option is given (created on first use).
+ *
+ * @returns The default registry of this process.
+ */
 export function getDefaultRegistry(): OperatorRegistry {
   const holder = globalThis as WithDefault;
   return holder[DEFAULT_KEY] ??= new OperatorRegistry();

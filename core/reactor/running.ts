@@ -57,6 +57,8 @@ export interface OperatorOptions {
 /** The operator could not start: the cluster is unreachable, or credentials are rejected. */
 export class OperatorStartError extends Error {
   /**
+   * Creates the error.
+   *
    * @param message One line saying what is wrong and what to check.
    * @param options The cause.
    */

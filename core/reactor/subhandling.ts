@@ -20,7 +20,8 @@ import type { ChangingCause } from "../intents/causes.ts";
 import type { ChangingContext, ResourceContext, SubhandlerOptions } from "../intents/contexts.ts";
 import { type ChangingHandler, defaultHandlerId, type Reason } from "../intents/handlers.ts";
 import { reduce } from "../structs/diffs.ts";
-import { resolve } from "../structs/dicts.ts";
+import { parseField, resolve } from "../structs/dicts.ts";
+import { matchesBodyFilters } from "../intents/registries.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 
 /** Where sub-handlers of the running handler are tracked. */
@@ -127,12 +128,19 @@ async function runChildren(
       timeout: child.options.timeout,
       retries: child.options.retries,
       backoff: child.options.backoff,
+      labels: child.options.labels,
+      annotations: child.options.annotations,
+      when: child.options.when as ChangingHandler["when"],
+      field: child.options.field === undefined ? undefined : parseField(child.options.field),
+      value: child.options.value,
     };
     scope.childIds.push(id);
     return handler;
   });
   const now = new Date();
-  const due = records.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
+  // Sub-handlers whose filters do not match the object are skipped (and do not block the parent).
+  const matching = records.filter((h) => matchesBodyFilters(h, inputs.body, inputs));
+  const due = matching.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
   const chosen = scope.lifecycle(
     due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),
   );
@@ -154,7 +162,7 @@ async function runChildren(
     reportOutcome(inputs.logger, handler.id, outcome);
     deliverResult(inputs.patch, handler.id, outcome);
   }
-  const ids = records.map((h) => h.id);
+  const ids = matching.map((h) => h.id);
   if (!state.allFinished(ids)) {
     throw new HandlerChildrenRetry(state.nextDelay(ids, new Date()) ?? 0);
   }

@@ -126,10 +126,19 @@ export abstract class DiffBaseStorage {
     return essence;
   }
 
-  /** Read the stored essence, or `null` if there is none. */
+  /**
+   * Read the stored essence, or `null` if there is none.
+   *
+   * @param args The object as last seen.
+   * @returns The stored essence, or `null`.
+   */
   abstract fetch(args: DiffBaseFetchArgs): Essence | null;
 
-  /** Write the essence into the patch. */
+  /**
+   * Write the essence into the patch.
+   *
+   * @param args The object as last seen, the patch, and the essence to store.
+   */
   abstract store(args: DiffBaseStoreArgs): void;
 }
 
@@ -178,7 +187,12 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
     return this.keys.prefix;
   }
 
-  /** The common essence, minus this storage's own annotations. */
+  /**
+   * The common essence, minus this storage's own annotations.
+   *
+   * @param args The object and the extra fields to keep.
+   * @returns A new essence, sharing nothing with the body.
+   */
   override build(args: DiffBaseBuildArgs): Essence {
     const essence = super.build(args);
     removeAnnotations(essence, this.keys.make(this.key, args.body));
@@ -188,6 +202,8 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
 
   /**
    * Parse the first key version that holds an essence (V2, then V1).
+   * @param args The object as last seen.
+   * @returns The stored essence, or `null`.
    * @throws {SyntaxError} If the annotation is not JSON (as Kopf, rather than re-creating).
    */
   fetch({ body }: DiffBaseFetchArgs): Essence | null {
@@ -199,7 +215,11 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
     return null;
   }
 
-  /** Write the essence under all key versions, plus the prefix marker for custom prefixes. */
+  /**
+   * Write the essence under all key versions, plus the prefix marker for custom prefixes.
+   *
+   * @param args The object as last seen, the patch, and the essence to store.
+   */
   store({ body, patch, essence }: DiffBaseStoreArgs): void {
     const encoded = `${dumpCompact(essence)}\n`;
     for (const fullKey of this.keys.make(this.key, body)) {
@@ -242,7 +262,12 @@ export class StatusDiffBaseStorage extends DiffBaseStorage {
     this.field = parseField(typeof field === "string" ? field.replaceAll("{name}", name) : field);
   }
 
-  /** The common essence, minus this storage's own field (if extra fields brought it in). */
+  /**
+   * The common essence, minus this storage's own field (if extra fields brought it in).
+   *
+   * @param args The object and the extra fields to keep.
+   * @returns A new essence, sharing nothing with the body.
+   */
   override build(args: DiffBaseBuildArgs): Essence {
     const essence = super.build(args);
     if (this.field.length) remove(essence, this.field);
@@ -251,6 +276,8 @@ export class StatusDiffBaseStorage extends DiffBaseStorage {
 
   /**
    * Parse the stored JSON string; a missing or non-string field counts as absent.
+   * @param args The object as last seen.
+   * @returns The stored essence, or `null`.
    * @throws {SyntaxError} If the string is not JSON.
    */
   fetch({ body }: DiffBaseFetchArgs): Essence | null {
@@ -259,7 +286,11 @@ export class StatusDiffBaseStorage extends DiffBaseStorage {
     return isMapping(decoded) ? decoded : null;
   }
 
-  /** Write the essence as a compact JSON string (no trailing newline). */
+  /**
+   * Write the essence as a compact JSON string (no trailing newline).
+   *
+   * @param args The object as last seen, the patch, and the essence to store.
+   */
   store({ patch, essence }: DiffBaseStoreArgs): void {
     ensure(patch.body, this.field, dumpCompact(essence));
   }
@@ -279,7 +310,12 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
     this.storages = Object.freeze([...storages]);
   }
 
-  /** The common essence, then cleaned by every storage in turn (each sees it as a body). */
+  /**
+   * The common essence, then cleaned by every storage in turn (each sees it as a body).
+   *
+   * @param args The object and the extra fields to keep.
+   * @returns A new essence, sharing nothing with the body.
+   */
   override build(args: DiffBaseBuildArgs): Essence {
     const extraFields = [...(args.extraFields ?? [])];
     return this.storages.reduce(
@@ -288,7 +324,12 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
     );
   }
 
-  /** The first essence found, in storage order. */
+  /**
+   * The first essence found, in storage order.
+   *
+   * @param args The object as last seen.
+   * @returns The stored essence, or `null`.
+   */
   fetch(args: DiffBaseFetchArgs): Essence | null {
     for (const storage of this.storages) {
       const essence = storage.fetch(args);
@@ -297,7 +338,11 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
     return null;
   }
 
-  /** Store in every storage. */
+  /**
+   * Store in every storage.
+   *
+   * @param args The object as last seen, the patch, and the essence to store.
+   */
   store(args: DiffBaseStoreArgs): void {
     for (const storage of this.storages) storage.store(args);
   }

@@ -86,13 +86,30 @@ export interface ProgressTouchArgs {
  * from an essence, so progress never looks like an essential change.
  */
 export abstract class ProgressStorage {
-  /** Read a handler's record from the object, or `null` if there is none. */
+  /**
+   * Read a handler's record from the object, or `null` if there is none.
+   *
+   * @param args The record key (a handler id) and the object as last seen.
+   * @returns The record, or `null`.
+   */
   abstract fetch(args: ProgressFetchArgs): ProgressRecord | null;
-  /** Write a handler's record into the patch. */
+  /**
+   * Write a handler's record into the patch.
+   *
+   * @param args The record key, the record, the object as last seen, and the patch.
+   */
   abstract store(args: ProgressStoreArgs): void;
-  /** Remove a handler's record via the patch (and cancel a pending write of it). */
+  /**
+   * Remove a handler's record via the patch (and cancel a pending write of it).
+   *
+   * @param args The record key, the object as last seen, and the patch.
+   */
   abstract purge(args: ProgressPurgeArgs): void;
-  /** Set or remove a dummy field via the patch, to provoke a watch event. */
+  /**
+   * Set or remove a dummy field via the patch, to provoke a watch event.
+   *
+   * @param args The object as last seen, the patch, and the dummy value (or `null`).
+   */
   abstract touch(args: ProgressTouchArgs): void;
   /**
    * Remove this storage's own fields from an essence.
@@ -158,6 +175,8 @@ export class AnnotationsProgressStorage extends ProgressStorage {
 
   /**
    * Read the first key version that holds a record (V2, then V1).
+   * @param args The record key (a handler id) and the object as last seen.
+   * @returns The record, or `null`.
    * @throws {SyntaxError} If the annotation is not JSON.
    */
   fetch({ key, body }: ProgressFetchArgs): ProgressRecord | null {
@@ -169,7 +188,11 @@ export class AnnotationsProgressStorage extends ProgressStorage {
     return null;
   }
 
-  /** Write the record under all key versions, plus the prefix marker for custom prefixes. */
+  /**
+   * Write the record under all key versions, plus the prefix marker for custom prefixes.
+   *
+   * @param args The record key, the record, the object as last seen, and the patch.
+   */
   store({ key, record, body, patch }: ProgressStoreArgs): void {
     const fields = Object.entries(orderRecord(record)).filter(([, v]) =>
       this.verbose || v !== null
@@ -181,14 +204,22 @@ export class AnnotationsProgressStorage extends ProgressStorage {
     storeMarker(this.prefix, patch, body);
   }
 
-  /** Null the record's annotations that exist, and drop pending writes of those that do not. */
+  /**
+   * Null the record's annotations that exist, and drop pending writes of those that do not.
+   *
+   * @param args The record key, the object as last seen, and the patch.
+   */
   purge({ key, body, patch }: ProgressPurgeArgs): void {
     for (const fullKey of this.keys.make(key, body)) {
       purgeField(body, patch, ["metadata", "annotations", fullKey]);
     }
   }
 
-  /** Set the touch dummy to `value` (or remove it for `null`) if it differs from the body. */
+  /**
+   * Set the touch dummy to `value` (or remove it for `null`) if it differs from the body.
+   *
+   * @param args The object as last seen, the patch, and the dummy value (or `null`).
+   */
   touch({ body, patch, value }: ProgressTouchArgs): void {
     for (const fullKey of this.keys.make(this.touchKey, body)) {
       const field = ["metadata", "annotations", fullKey];
@@ -199,7 +230,12 @@ export class AnnotationsProgressStorage extends ProgressStorage {
     }
   }
 
-  /** Remove all annotations of this prefix from the essence (progress is not an essential change). */
+  /**
+   * Remove all annotations of this prefix from the essence (progress is not an essential change).
+   *
+   * @param essence The essence; not modified.
+   * @returns A cleaned copy.
+   */
   override clear(essence: Essence): Essence {
     const cleaned = super.clear(essence);
     const annotations = resolve(cleaned, "metadata.annotations");
@@ -252,30 +288,52 @@ export class StatusProgressStorage extends ProgressStorage {
     this.touchField = templateField(options.touchField ?? "status.{name}.dummy", name);
   }
 
-  /** Read the record at `<field>.<key>`; corrupted (non-object) containers count as absent. */
+  /**
+   * Read the record at `<field>.<key>`; corrupted (non-object) containers count as absent.
+   *
+   * @param args The record key (a handler id) and the object as last seen.
+   * @returns The record, or `null`.
+   */
   fetch({ key, body }: ProgressFetchArgs): ProgressRecord | null {
     const record = resolve(body, [...this.field, key]);
     return isMapping(record) ? record as ProgressRecord : null;
   }
 
-  /** Write the whole record, `null` fields included (they delete stale fields in a merge). */
+  /**
+   * Write the whole record, `null` fields included (they delete stale fields in a merge).
+   *
+   * @param args The record key, the record, the object as last seen, and the patch.
+   */
   store({ key, record, patch }: ProgressStoreArgs): void {
     ensure(patch.body, [...this.field, key], { ...orderRecord(record) });
   }
 
-  /** Null the record if it exists, and drop a pending write of it if not. */
+  /**
+   * Null the record if it exists, and drop a pending write of it if not.
+   *
+   * @param args The record key, the object as last seen, and the patch.
+   */
   purge({ key, body, patch }: ProgressPurgeArgs): void {
     purgeField(body, patch, [...this.field, key]);
   }
 
-  /** Set the dummy field to `value` (or remove it for `null`) if it differs from the body. */
+  /**
+   * Set the dummy field to `value` (or remove it for `null`) if it differs from the body.
+   *
+   * @param args The object as last seen, the patch, and the dummy value (or `null`).
+   */
   touch({ body, patch, value }: ProgressTouchArgs): void {
     if ((resolve(body, this.touchField) ?? null) !== value) {
       ensure(patch.body, this.touchField, value);
     }
   }
 
-  /** Remove the records' field from the essence. */
+  /**
+   * Remove the records' field from the essence.
+   *
+   * @param essence The essence; not modified.
+   * @returns A cleaned copy.
+   */
   override clear(essence: Essence): Essence {
     const cleaned = super.clear(essence);
     if (this.field.length) remove(cleaned, this.field);
@@ -304,7 +362,12 @@ export class MultiProgressStorage extends ProgressStorage {
     this.storages = Object.freeze([...storages]);
   }
 
-  /** The first record found, in storage order. */
+  /**
+   * The first record found, in storage order.
+   *
+   * @param args The record key (a handler id) and the object as last seen.
+   * @returns The record, or `null`.
+   */
   fetch(args: ProgressFetchArgs): ProgressRecord | null {
     for (const storage of this.storages) {
       const record = storage.fetch(args);
@@ -313,22 +376,39 @@ export class MultiProgressStorage extends ProgressStorage {
     return null;
   }
 
-  /** Store in every storage. */
+  /**
+   * Store in every storage.
+   *
+   * @param args The record key, the record, the object as last seen, and the patch.
+   */
   store(args: ProgressStoreArgs): void {
     for (const storage of this.storages) storage.store(args);
   }
 
-  /** Purge from every storage. */
+  /**
+   * Purge from every storage.
+   *
+   * @param args The record key, the object as last seen, and the patch.
+   */
   purge(args: ProgressPurgeArgs): void {
     for (const storage of this.storages) storage.purge(args);
   }
 
-  /** Touch in every storage. */
+  /**
+   * Touch in every storage.
+   *
+   * @param args The object as last seen, the patch, and the dummy value (or `null`).
+   */
   touch(args: ProgressTouchArgs): void {
     for (const storage of this.storages) storage.touch(args);
   }
 
-  /** Let every storage clean the essence in turn. */
+  /**
+   * Let every storage clean the essence in turn.
+   *
+   * @param essence The essence; not modified.
+   * @returns A cleaned copy.
+   */
   override clear(essence: Essence): Essence {
     return this.storages.reduce((current, storage) => storage.clear(current), essence);
   }

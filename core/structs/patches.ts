@@ -198,7 +198,11 @@ export class Patch {
     this.#finalizers = undefined;
   }
 
-  /** The merge-patch body in JSON form (deep copy, empty sections dropped). */
+  /**
+   * The merge-patch body in JSON form, for `JSON.stringify`.
+   *
+   * @returns A deep copy with empty sections dropped.
+   */
   toJSON(): JsonObject {
     return this.#pruned();
   }
