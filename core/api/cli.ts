@@ -9,6 +9,7 @@
 
 import { parseArgs } from "node:util";
 import { ConfigError } from "../client/config.ts";
+import { ActivityError } from "../engines/activities.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { configureLogging, type LogFormat } from "./logging.ts";
 
@@ -27,7 +28,7 @@ Options:
       --peering NAME        Peering object name (peering is not implemented yet: standalone).
       --priority N          Peering priority (accepted; peering is not implemented yet).
       --dev                 Development mode: priority 666.
-      --liveness URL        Liveness endpoint (not implemented yet; the option is accepted).
+      --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
       --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
       --context NAME        Kubeconfig context.
   -v, --verbose             Framework debug messages.
@@ -157,9 +158,6 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
       return fail(`Cannot load handlers from ${target}: ${firstLine(error)}`);
     }
   }
-  if (o.liveness) {
-    console.error("warning: --liveness is accepted but probes are not implemented yet");
-  }
 
   const controller = new AbortController();
   let signals = 0;
@@ -177,13 +175,17 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
       standalone: o.standalone ?? false,
       ...(o.peering ? { peering: o.peering } : {}),
       priority,
+      ...(o.liveness ? { liveness: o.liveness } : {}),
       ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
       ...(o.context ? { context: o.context } : {}),
       signal: controller.signal,
     });
     return 0;
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof OperatorStartError) {
+    if (
+      error instanceof ConfigError || error instanceof OperatorStartError ||
+      error instanceof ActivityError
+    ) {
       return fail(error.message);
     }
     console.error(error);

@@ -15,9 +15,11 @@
  */
 
 import type { ErrorsMode } from "../actions/execution.ts";
-import type { ChangingContext, EventContext } from "../intents/contexts.ts";
+import type { ActivityContext, ChangingContext, EventContext } from "../intents/contexts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import {
+  type Activity,
+  type ActivityHandler,
   type ChangingHandler,
   defaultHandlerId,
   type HandlerFn,
@@ -239,6 +241,56 @@ export interface On {
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
     maybeFn?: Eventing<S, T>,
   ): Eventing<S, T>;
+  /** Runs at operator start, before anything talks to the cluster; a permanent failure stops the operator. */
+  startup(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+  /** Runs when the operator stops (by signal, error or request); not guaranteed to finish. */
+  cleanup(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+  /**
+   * Provides cluster credentials: return a `ConnectionInfo` (or null to pass). Re-run when the
+   * API server rejects the credentials (401). Without login handlers, the kubeconfig or the
+   * in-cluster service account is used.
+   */
+  login(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+  /** Contributes its result (by id) to the liveness endpoint's JSON. */
+  probe(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+}
+
+/** Options of operator-level handlers (startup, cleanup, login, probe). */
+export interface ActivityOptions {
+  /** Handler id (default: the function name). */
+  readonly id?: string;
+  /** The registry to add to. @default the default registry */
+  readonly registry?: OperatorRegistry;
+  /** Passed back as `param`. */
+  readonly param?: unknown;
+  /** Treatment of arbitrary errors. @default "temporary" */
+  readonly errors?: ErrorsMode;
+  /** Overall timeout in seconds since the first attempt. */
+  readonly timeout?: number;
+  /** Maximum number of attempts. */
+  readonly retries?: number;
+  /** Seconds before retrying arbitrary errors. @default 60 */
+  readonly backoff?: number;
+}
+
+/** An operator-level handler function. */
+export type Activating = (context: ActivityContext) => unknown;
+
+function registerActivity(activity: Activity, optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating {
+  const [options, fn] = split<Activating, ActivityOptions>(optionsOrFn, maybeFn);
+  const handler: ActivityHandler = {
+    kind: "activity",
+    activity,
+    id: options.id ?? defaultHandlerId(fn as HandlerFn<never>),
+    fn: fn as HandlerFn<never>,
+    param: options.param,
+    errors: options.errors,
+    timeout: options.timeout,
+    retries: options.retries,
+    backoff: options.backoff,
+  };
+  (options.registry ?? getDefaultRegistry()).registerActivity(handler);
+  return fn;
 }
 
 /**
@@ -337,4 +389,8 @@ export const on: On = {
     (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
     return fn;
   },
+  startup: (optionsOrFn, maybeFn) => registerActivity("startup", optionsOrFn, maybeFn),
+  cleanup: (optionsOrFn, maybeFn) => registerActivity("cleanup", optionsOrFn, maybeFn),
+  login: (optionsOrFn, maybeFn) => registerActivity("login", optionsOrFn, maybeFn),
+  probe: (optionsOrFn, maybeFn) => registerActivity("probe", optionsOrFn, maybeFn),
 };

@@ -34,6 +34,7 @@ export type WatcherEvent =
   | { readonly type: "apply"; readonly object: KubeObject; readonly raw: "ADDED" | "MODIFIED" }
   | { readonly type: "delete"; readonly object: KubeObject }
   | { readonly type: "bookmark"; readonly resourceVersion: string }
+  | { readonly type: "connected"; readonly resourceVersion: string }
   | { readonly type: "error"; readonly error: Error; readonly retryInMs: number };
 
 /** Options of {@link watcher}. */
@@ -182,6 +183,7 @@ export async function* watcher(
         } finally {
           clearTimeout(connectTimer);
         }
+        yield { type: "connected", resourceVersion: resourceVersion ?? "" };
         for await (const event of readWatchEvents(response, inactivityMs, controller)) {
           failures = 0;
           const version = event.object?.metadata?.resourceVersion;

@@ -130,3 +130,25 @@ export interface SubhandlerOptions {
   /** Value filter of `field` (default: present). */
   readonly value?: ValueFilter;
 }
+
+/** What operator-level handlers (startup, cleanup, login, probe) receive. */
+export interface ActivityContext {
+  /** The activity's logger (messages are not posted as Events). */
+  readonly logger: Logger;
+  /** The operator's memo. */
+  readonly memo: Memo;
+  /** The operator's settings (startup handlers may change them). */
+  readonly settings: OperatorSettings;
+  /** The `param` given at registration. */
+  readonly param: unknown;
+  /** Attempts made before this one (0 on the first). */
+  readonly retry: number;
+  /** When the first attempt started. */
+  readonly started: Date;
+  /** Seconds since the first attempt. */
+  readonly runtime: number;
+  /** Aborted when the operator stops (or the handler's timeout passes). */
+  readonly signal: AbortSignal;
+  /** Which activity runs. */
+  readonly activity: "startup" | "cleanup" | "login" | "probe";
+}

@@ -79,6 +79,31 @@ export interface WatchingHandler extends BaseHandler {
   readonly kind: "watching";
 }
 
+/** Operator-level activities. */
+export type Activity = "startup" | "cleanup" | "login" | "probe";
+
+/** An operator-level handler: on.startup/cleanup/login/probe. */
+export interface ActivityHandler {
+  /** Discriminator. */
+  readonly kind: "activity";
+  /** Which activity. */
+  readonly activity: Activity;
+  /** Unique id (default: the function name). */
+  readonly id: string;
+  /** The function to call. */
+  readonly fn: HandlerFn;
+  /** Passed back as `param`. */
+  readonly param: unknown;
+  /** Treatment of arbitrary errors. */
+  readonly errors?: ErrorsMode | undefined;
+  /** Overall timeout in seconds. */
+  readonly timeout?: number | undefined;
+  /** Maximum attempts. */
+  readonly retries?: number | undefined;
+  /** Delay before retrying arbitrary errors, seconds. */
+  readonly backoff?: number | undefined;
+}
+
 /** Any handler bound to a resource. */
 export type ResourceHandler = ChangingHandler | WatchingHandler;
 

@@ -15,6 +15,8 @@ import type { ChangingCause } from "./causes.ts";
 import { isDeletionRequested } from "./causes.ts";
 import { matchMeta, matchValue, PRESENT, type WhenCallback } from "./filters.ts";
 import type {
+  Activity,
+  ActivityHandler,
   ChangingHandler,
   Registration,
   ResourceHandler,
@@ -25,6 +27,31 @@ import { matchesResource, type SelectorFields } from "./selectors.ts";
 /** All handlers of one operator. */
 export class OperatorRegistry {
   #registrations: Registration[] = [];
+  #activities: ActivityHandler[] = [];
+
+  /**
+   * Adds an operator-level handler (startup, cleanup, login, probe).
+   * @param handler The handler record.
+   * @returns The handler.
+   * @throws {Error} when another function has the same id for the same activity.
+   */
+  registerActivity(handler: ActivityHandler): ActivityHandler {
+    const same = this.#activities.find((h) => h.activity === handler.activity && h.id === handler.id);
+    if (same && same.fn !== handler.fn) {
+      throw new Error(`Duplicate ${handler.activity} handler id '${handler.id}'; give one of them a distinct id`);
+    }
+    if (!same) this.#activities.push(handler);
+    return handler;
+  }
+
+  /**
+   * The operator-level handlers of one activity, in declaration order.
+   * @param activity Which activity.
+   * @returns The handlers.
+   */
+  activities(activity: Activity): ActivityHandler[] {
+    return this.#activities.filter((h) => h.activity === activity);
+  }
 
   /**
    * Adds a handler for the resources a selector names.

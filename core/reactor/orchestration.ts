@@ -78,11 +78,26 @@ export class Orchestrator {
   #namespaces = new Set<string>();
   #reported = new Set<string>();
   #pendingListings = new Set<string>();
+  #activity = new Map<string, number>();
   #ready = false;
 
   /** @param deps Collaborators. */
   constructor(deps: OrchestrationDeps) {
     this.#deps = deps;
+  }
+
+  /**
+   * Describes streams that showed no sign of life (events, bookmarks, reconnects) for longer
+   * than twice the inactivity timeout — stuck beyond what their own watchdog repairs.
+   * @returns A description, or undefined when all streams are alive.
+   */
+  problems(): string | undefined {
+    const limit = this.#deps.settings.watching.inactivityTimeout * 2000;
+    const now = performance.now();
+    const stale = [...this.#activity].filter(([, at]) => now - at > limit).map(([key]) => key);
+    return stale.length
+      ? `Watch streams silent for over ${limit / 1000}s: ${stale.join(", ")}`
+      : undefined;
   }
 
   /** Runs until the signal aborts; resolves after all streams drained. */
@@ -193,6 +208,7 @@ export class Orchestrator {
       if (!wanted.has(key)) {
         stream.controller.abort();
         this.#streams.delete(key);
+        this.#activity.delete(key);
         this.#pendingListings.delete(key);
       }
     }
@@ -236,7 +252,7 @@ export class Orchestrator {
     const queue = new ObjectQueue({
       settings: settings.queueing,
       process: (memory, event) => processEvent(deps, memory, event),
-      createMemory: () => ({ memo: { ...this.#deps.memo }, handledOnce: false }),
+      createMemory: () => ({ memo: shallowCopy(this.#deps.memo), handledOnce: false }),
       logger,
       signal,
       limiter: this.#deps.limiter,
@@ -258,10 +274,17 @@ export class Orchestrator {
           }
         })
       ) {
+        this.#activity.set(key, performance.now());
         queue.push({ type: event.type === "delete" ? "DELETED" : event.raw, body: event.object });
       }
     } finally {
+      this.#activity.delete(key);
       await queue.drain(settings.queueing.exitTimeout);
     }
   }
+}
+
+/** A shallow copy that keeps the memo's class (custom memo objects keep their methods). */
+function shallowCopy(memo: Memo): Memo {
+  return Object.assign(Object.create(Object.getPrototypeOf(memo)), memo);
 }

@@ -12,7 +12,11 @@ import { getDefaultLifecycle, type Lifecycle } from "../actions/lifecycles.ts";
 import { Logger, type LogListener } from "../actions/loggers.ts";
 import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
+import type { ConnectionInfo, Credentials } from "../client/connection.ts";
+import { runActivity } from "../engines/activities.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
+import { serveLiveness } from "../engines/probing.ts";
+import type { Activity } from "../intents/handlers.ts";
 import type { Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
@@ -52,6 +56,8 @@ export interface OperatorOptions {
   readonly signal?: AbortSignal;
   /** Called when every served stream has listed its objects once. */
   readonly onReady?: () => void;
+  /** Serve the liveness endpoint at this URL, e.g. `http://0.0.0.0:8080/healthz`. */
+  readonly liveness?: string;
 }
 
 /** The operator could not start: the cluster is unreachable, or credentials are rejected. */
@@ -79,54 +85,146 @@ export class OperatorStartError extends Error {
 export async function operator(options: OperatorOptions = {}): Promise<void> {
   const settings = options.settings ?? createSettings();
   const signal = options.signal ?? new AbortController().signal;
-  const client = options.client ?? await KubeClient.connect({
-    ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
-    ...(options.context ? { context: options.context } : {}),
+  const registry = options.registry ?? getDefaultRegistry();
+  const memo = options.memo ?? {};
+  const listeners: LogListener[] = [...(options.listeners ?? [])];
+  const logger = new Logger(["kopf", "operator"], { listeners });
+  const activity = (name: Activity) =>
+    runActivity({
+      handlers: registry.activities(name),
+      activity: name,
+      memo,
+      settings,
+      logger,
+      signal,
+    });
+
+  // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
+  try {
+    await activity("startup");
+    const client = options.client ??
+      await connect(options, settings, registry, memo, logger, signal);
+    const ownClient = !options.client;
+    const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
+    listeners.push(poster.listener);
+    try {
+      await checkConnection(client, signal);
+      if (!options.standalone) {
+        logger.info("Peering is not implemented yet: running in standalone mode.");
+      }
+      const posting = poster.run(signal);
+      const orchestrator = new Orchestrator({
+        client,
+        registry,
+        settings,
+        logger,
+        lifecycle: options.lifecycle ?? getDefaultLifecycle(),
+        memo,
+        namespaces: options.namespaces ?? [],
+        clusterwide: options.clusterwide ?? !(options.namespaces?.length),
+        limiter: settings.execution.maxWorkers
+          ? new Semaphore(settings.execution.maxWorkers)
+          : undefined,
+        signal,
+        onReady: options.onReady,
+      });
+      const liveness = options.liveness
+        ? serveLiveness({
+          url: options.liveness,
+          handlers: registry.activities("probe"),
+          memo,
+          settings,
+          logger,
+          problems: () => orchestrator.problems(),
+          signal,
+        })
+        : undefined;
+      const running = withPoster(poster, () => orchestrator.run());
+      const stopped = new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      await Promise.race([stopped, running]); // a failing orchestration ends the operator too
+      logger.info("Stop requested; finishing the current cycles.");
+      await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
+      await posting;
+      await liveness?.finished;
+    } finally {
+      if (ownClient) client[Symbol.dispose]();
+    }
+  } finally {
+    // Cleanup handlers run on every exit path, with a fresh signal: the operator's is aborted.
+    const cleanup = registry.activities("cleanup");
+    if (cleanup.length) {
+      await runActivity({
+        handlers: cleanup,
+        activity: "cleanup",
+        memo,
+        settings,
+        logger,
+        signal: AbortSignal.timeout(settings.process.gracePeriod * 1000),
+      }).catch((error) =>
+        logger.error(`Cleanup failed: ${error instanceof Error ? error.message : error}`)
+      );
+    }
+    logger.info("Operator stopped.");
+  }
+}
+
+/** Connects with the login handlers' credentials, or the kubeconfig / in-cluster account. */
+async function connect(
+  options: OperatorOptions,
+  settings: OperatorSettings,
+  registry: OperatorRegistry,
+  memo: Memo,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<KubeClient> {
+  const http = {
     timeoutMs: settings.networking.requestTimeout * 1000,
     retries: settings.networking.errorBackoffs.length,
     backoff: { initialMs: (settings.networking.errorBackoffs[0] ?? 1) * 1000, maxMs: 30_000 },
     qps: settings.networking.qps,
     burst: settings.networking.burst,
-  });
-  const ownClient = !options.client;
-  const listeners: LogListener[] = [...(options.listeners ?? [])];
-  const logger = new Logger(["kopf", "operator"], { listeners });
-  const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
-  listeners.push(poster.listener);
-  try {
-    await checkConnection(client, signal);
-    if (!options.standalone) {
-      logger.info("Peering is not implemented yet: running in standalone mode.");
-    }
-    const stop = new AbortController();
-    const stopAll = AbortSignal.any([signal, stop.signal]);
-    const posting = poster.run(stopAll);
-    const orchestrator = new Orchestrator({
-      client,
-      registry: options.registry ?? getDefaultRegistry(),
+  };
+  const handlers = registry.activities("login");
+  if (handlers.length === 0) {
+    return await KubeClient.connect({
+      ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+      ...(options.context ? { context: options.context } : {}),
+      ...http,
+    });
+  }
+  const login = async (): Promise<ConnectionInfo> => {
+    const results = await runActivity({
+      handlers,
+      activity: "login",
+      memo,
       settings,
       logger,
-      lifecycle: options.lifecycle ?? getDefaultLifecycle(),
-      memo: options.memo ?? {},
-      namespaces: options.namespaces ?? [],
-      clusterwide: options.clusterwide ?? !(options.namespaces?.length),
-      limiter: settings.execution.maxWorkers
-        ? new Semaphore(settings.execution.maxWorkers)
-        : undefined,
-      signal: stopAll,
-      onReady: options.onReady,
+      signal,
     });
-    const running = withPoster(poster, () => orchestrator.run());
-    await new Promise<void>((resolve) =>
-      stopAll.addEventListener("abort", () => resolve(), { once: true })
+    const info = [...results.values()].find((r): r is ConnectionInfo =>
+      Boolean(r && typeof r === "object" && "server" in r)
     );
-    logger.info("Stop requested; finishing the current cycles.");
-    await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
-    await posting;
-    logger.info("Operator stopped.");
-  } finally {
-    if (ownClient) client[Symbol.dispose]();
-  }
+    if (!info) {
+      throw new OperatorStartError(
+        "No login handler returned connection info (a ConnectionInfo object)",
+      );
+    }
+    return info;
+  };
+  let current = await login();
+  // A 401 re-runs the login handlers (e.g. to fetch a fresh token); server and TLS stay.
+  const credentials: Credentials = {
+    headers: (s) => current.credentials.headers(s),
+    invalidate: async () => {
+      if (await current.credentials.invalidate()) return true;
+      current = await login();
+      return true;
+    },
+  };
+  return new KubeClient({ ...current, credentials }, http);
 }
 
 async function checkConnection(client: KubeClient, signal: AbortSignal): Promise<void> {

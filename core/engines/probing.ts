@@ -1,0 +1,81 @@
+/**
+ * The liveness endpoint (`--liveness http://0.0.0.0:8080/healthz`): answers with the results of
+ * the probe handlers as JSON, and fails (503) when the operator is not healthy — some watch
+ * stream has been silent (no events, no bookmarks, no successful reconnect) for too long, which
+ * means it is stuck in a way its own watchdog could not repair.
+ * @module
+ */
+
+import type { Logger } from "../actions/loggers.ts";
+import type { Memo } from "../intents/contexts.ts";
+import type { ActivityHandler } from "../intents/handlers.ts";
+import type { OperatorSettings } from "../settings/settings.ts";
+import { runActivity } from "./activities.ts";
+
+/** What the liveness endpoint needs. */
+export interface LivenessOptions {
+  /** Where to listen, e.g. `http://0.0.0.0:8080/healthz` (only the path is served). */
+  readonly url: string;
+  /** Probe handlers. */
+  readonly handlers: readonly ActivityHandler[];
+  /** Operator memo. */
+  readonly memo: Memo;
+  /** Settings. */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Describes unhealthy parts (e.g. stale streams), or returns undefined when healthy. */
+  readonly problems: () => string | undefined;
+  /** Stops the server. */
+  readonly signal: AbortSignal;
+}
+
+/** A running liveness endpoint. */
+export interface LivenessServer {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  /** Resolves when the server has shut down. */
+  readonly finished: Promise<void>;
+}
+
+/**
+ * Starts the liveness endpoint.
+ * @param options URL, probe handlers, health check, signal.
+ * @returns The bound port and a promise of shutdown.
+ * @throws {TypeError} for a URL that is not `http://host:port/path`.
+ */
+export function serveLiveness(options: LivenessOptions): LivenessServer {
+  const url = new URL(options.url);
+  if (url.protocol !== "http:") {
+    throw new TypeError(`The liveness URL must be http://host:port/path, got ${options.url}`);
+  }
+  const path = url.pathname || "/";
+  const server = Deno.serve({
+    hostname: url.hostname,
+    port: Number(url.port || 80),
+    signal: options.signal,
+    onListen: () => {},
+  }, async (request) => {
+    if (new URL(request.url).pathname !== path) return new Response("Not found\n", { status: 404 });
+    const problems = options.problems();
+    if (problems) {
+      return Response.json({ error: problems }, { status: 503 });
+    }
+    try {
+      const results = await runActivity({
+        handlers: options.handlers,
+        activity: "probe",
+        memo: options.memo,
+        settings: options.settings,
+        logger: options.logger,
+        signal: AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]),
+      });
+      return Response.json(Object.fromEntries(results));
+    } catch (error) {
+      return Response.json({ error: String(error instanceof Error ? error.message : error) }, {
+        status: 500,
+      });
+    }
+  });
+  return { port: server.addr.port, finished: server.finished };
+}

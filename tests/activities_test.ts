@@ -1,0 +1,139 @@
+/**
+ * Operator activities against the real control plane: startup before any API request, cleanup
+ * on exit, login handlers feeding (and renewing) credentials, probes on the liveness endpoint.
+ */
+
+import assert from "node:assert/strict";
+import { on } from "../core/api/on.ts";
+import { KubeClient } from "../core/client/client.ts";
+import { loadKubeconfig } from "../core/client/config.ts";
+import type { ConnectionInfo } from "../core/client/connection.ts";
+import { PermanentError } from "../core/actions/execution.ts";
+import { ActivityError } from "../core/engines/activities.ts";
+import { OperatorRegistry } from "../core/intents/registries.ts";
+import { operator } from "../core/reactor/running.ts";
+import { createSettings } from "../core/settings/settings.ts";
+import { sharedControlPlane } from "../testing/control_plane.ts";
+import { eventually, kubeconfigPath, testNamespace } from "./_support.ts";
+import { startOperator } from "./_operator.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+Deno.test(
+  "startup runs before any API request; a permanent failure stops the operator (HK-ACT-01)",
+  opts,
+  async () => {
+    using client = new KubeClient(await loadKubeconfig({ paths: [await kubeconfigPath()] }));
+    const registry = new OperatorRegistry();
+    let cleaned = false;
+    on.startup({ registry }, function broken() {
+      throw new PermanentError("cannot start");
+    });
+    on.cleanup({ registry }, function tidy() {
+      cleaned = true;
+    });
+    const error = await operator({ registry, client, standalone: true }).catch((e) => e);
+    assert.ok(error instanceof ActivityError);
+    assert.match(error.message, /startup activity failed: 'broken': cannot start/);
+    assert.equal(client.counters.count(), 0, "nothing talked to the cluster");
+    assert.ok(cleaned, "cleanup ran on the failure path too");
+  },
+);
+
+Deno.test(
+  "startup may change settings and fill the memo; objects get a copy of the memo (CFG-01, SUB-73)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("startup");
+    const seen: unknown[] = [];
+    await using op = await startOperator((registry) => {
+      on.startup({ registry }, function prepare({ settings, memo }) {
+        settings.persistence.finalizer = "example.com/custom-finalizer";
+        memo.greeting = "hi";
+      });
+      on.event("configmaps", { registry }, function spy({ memo }) {
+        seen.push(memo.greeting);
+        memo.greeting = "changed per object";
+      });
+    }, { namespaces: [namespace], memo: {} });
+    await op.ready;
+    await op.client.api.create(
+      { group: "", version: "v1", plural: "configmaps", namespaced: true },
+      {
+        metadata: { name: "a" },
+      },
+      { namespace },
+    );
+    await op.client.api.create(
+      { group: "", version: "v1", plural: "configmaps", namespaced: true },
+      {
+        metadata: { name: "b" },
+      },
+      { namespace },
+    );
+    await eventually(
+      () => seen.filter((x) => x === "hi").length >= 2,
+      15_000,
+      "both objects see the operator memo",
+    );
+  },
+);
+
+Deno.test(
+  "login handlers provide credentials and are re-run on 401 (HK-ACT-05, SUB-71)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const good = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
+    const namespace = await testNamespace("login");
+    let calls = 0;
+    const registry = new OperatorRegistry();
+    on.login({ registry }, function credentials(): ConnectionInfo {
+      calls++;
+      const token = calls === 1 ? "expired" : plane.adminToken;
+      return {
+        server: good.server,
+        caPem: good.caPem,
+        source: "test login handler",
+        credentials: {
+          headers: () => Promise.resolve({ Authorization: `Bearer ${token}` }),
+          invalidate: () => Promise.resolve(false),
+        },
+      } as ConnectionInfo;
+    });
+    const controller = new AbortController();
+    let ready = false;
+    const running = operator({
+      registry,
+      namespaces: [namespace],
+      standalone: true,
+      settings: createSettings(),
+      signal: controller.signal,
+      onReady: () => (ready = true),
+    });
+    await eventually(() => ready, 15_000, "the operator to be ready");
+    controller.abort();
+    await running;
+    assert.equal(calls, 2, "the rejected credential caused one re-login");
+  },
+);
+
+Deno.test("the liveness endpoint serves probe results (HK-ACT-06, PROBE)", opts, async () => {
+  const namespace = await testNamespace("probe");
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  await using op = await startOperator((registry) => {
+    on.probe({ registry }, function now() {
+      return 42;
+    });
+    on.event("configmaps", { registry }, () => {});
+  }, { namespaces: [namespace], liveness: `http://127.0.0.1:${port}/healthz` });
+  await op.ready;
+  const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), { now: 42 });
+  const missing = await fetch(`http://127.0.0.1:${port}/other`);
+  assert.equal(missing.status, 404);
+  await missing.body?.cancel();
+});
