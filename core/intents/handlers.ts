@@ -79,6 +79,28 @@ export interface WatchingHandler extends BaseHandler {
   readonly kind: "watching";
 }
 
+/** A daemon or timer: a per-object background task. */
+export interface SpawningHandler extends RetriedHandler {
+  /** Discriminator. */
+  readonly kind: "spawning";
+  /** Which kind of task. */
+  readonly spawn: "daemon" | "timer";
+  /** Seconds to wait after the object appears (or the operator starts) before the first run. */
+  readonly initialDelay?: number | undefined;
+  /** Daemons: seconds between the stop signal and the cancellation. */
+  readonly cancellationBackoff?: number | undefined;
+  /** Daemons: seconds after the cancellation before the task is abandoned (none: wait forever). */
+  readonly cancellationTimeout?: number | undefined;
+  /** Daemons: how often an exiting daemon without a timeout is re-checked (seconds). */
+  readonly cancellationPolling?: number | undefined;
+  /** Timers: seconds between runs. */
+  readonly interval?: number | undefined;
+  /** Timers: align runs to a fixed grid instead of counting from the end of the last run. */
+  readonly sharp?: boolean | undefined;
+  /** Timers: run only after the object has been unchanged for this many seconds. */
+  readonly idle?: number | undefined;
+}
+
 /** Operator-level activities. */
 export type Activity = "startup" | "cleanup" | "login" | "probe";
 
@@ -105,7 +127,7 @@ export interface ActivityHandler {
 }
 
 /** Any handler bound to a resource. */
-export type ResourceHandler = ChangingHandler | WatchingHandler;
+export type ResourceHandler = ChangingHandler | WatchingHandler | SpawningHandler;
 
 /** A handler together with the selector of the resources it serves. */
 export interface Registration<H extends ResourceHandler = ResourceHandler> {

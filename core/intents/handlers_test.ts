@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { on } from "../api/on.ts";
 import { ABSENT, PRESENT } from "./filters.ts";
 import { type ChangingHandler, defaultHandlerId, type WatchingHandler } from "./handlers.ts";
-import { OperatorRegistry } from "./registries.ts";
+import { getDefaultRegistry, OperatorRegistry, setDefaultRegistry } from "./registries.ts";
 import { EVERYTHING } from "./selectors.ts";
 
 function only<H>(registry: OperatorRegistry): H {
@@ -72,18 +72,24 @@ Deno.test("on.create() registers a record with the function name as id and retur
   assert.deepEqual(registry.registrations[0]!.selector, { name: "kopfexamples" });
 });
 
-Deno.test("on.*() accept the function without options (REG-08)", () => {
+Deno.test("on.*() without options register the function in the default registry (REG-08)", () => {
+  const saved = getDefaultRegistry();
   const registry = new OperatorRegistry();
-  // Without options, the default registry is used: check only the returned function here.
-  const saved = [on.create, on.update];
-  assert.equal(saved.length, 2);
-  function with_options() {}
-  assert.equal(on.update(["kopf.dev", "v1", "kopfexamples"], { registry }, with_options), with_options);
-  assert.deepEqual(registry.registrations[0]!.selector, {
-    group: "kopf.dev",
-    version: "v1",
-    name: "kopfexamples",
-  });
+  const no_options = () => {};
+  try {
+    setDefaultRegistry(registry);
+    assert.equal(on.update(["kopf.dev", "v1", "kopfexamples"], no_options), no_options);
+    assert.equal(on.event("pods", no_options), no_options);
+  } finally {
+    setDefaultRegistry(saved);
+  }
+  assert.deepEqual(
+    registry.registrations.map((r) => [r.handler.kind, r.handler.id, r.selector]),
+    [
+      ["changing", "no_options", { group: "kopf.dev", version: "v1", name: "kopfexamples" }],
+      ["watching", "no_options", { name: "pods" }],
+    ],
+  );
 });
 
 Deno.test("on.*() with a field suffix the default id with /field (REG-05, OPT-03)", () => {
@@ -135,7 +141,9 @@ Deno.test("on.delete() requires the finalizer unless optional (HK-CHG-06, HK-CHG
   on.delete("kopfexamples", { registry, optional: true }, function optional() {});
   on.create("kopfexamples", { registry }, function creator() {});
   assert.deepEqual(
-    registry.registrations.map((r) => [r.handler.id, (r.handler as ChangingHandler).requiresFinalizer]),
+    registry.registrations.map((
+      r,
+    ) => [r.handler.id, (r.handler as ChangingHandler).requiresFinalizer]),
     [["required", true], ["optional", false], ["creator", false]],
   );
 });

@@ -20,6 +20,7 @@ import type {
   ChangingHandler,
   Registration,
   ResourceHandler,
+  SpawningHandler,
   WatchingHandler,
 } from "./handlers.ts";
 import { matchesResource, type SelectorFields } from "./selectors.ts";
@@ -109,18 +110,20 @@ export class OperatorRegistry {
   handlersFor(
     resource: Resource,
     served?: ReadonlySet<string>,
-  ): { changing: ChangingHandler[]; watching: WatchingHandler[] } {
+  ): { changing: ChangingHandler[]; watching: WatchingHandler[]; spawning: SpawningHandler[] } {
     const changing: ChangingHandler[] = [];
     const watching: WatchingHandler[] = [];
+    const spawning: SpawningHandler[] = [];
     for (const { selector, handler } of this.#registrations) {
       const ok = served
         ? served.has(JSON.stringify(selector))
         : matchesResource(selector, resource);
       if (!ok) continue;
       if (handler.kind === "changing") changing.push(handler);
+      else if (handler.kind === "spawning") spawning.push(handler);
       else watching.push(handler);
     }
-    return { changing, watching };
+    return { changing, watching, spawning };
   }
 }
 

@@ -637,7 +637,7 @@ Deno.test("matchChangingHandlers() builds contexts lazily per handler (FLT-18)",
   assert.equal(contexts.includes("c"), true);
 });
 
-Deno.test("matchChangingHandlers() works with raw watching records too (no kind confusion) (REG-08)", () => {
+Deno.test("OperatorRegistry.register() allows one id for a watching and a changing handler (REG-08)", () => {
   const registry = new OperatorRegistry();
   const watcher: WatchingHandler = {
     kind: "watching",

@@ -244,6 +244,7 @@ export class Orchestrator {
       resource,
       changing: handlers.changing,
       watching: handlers.watching,
+      spawning: handlers.spawning,
       settings,
       logger,
       lifecycle: this.#deps.lifecycle,
@@ -252,7 +253,12 @@ export class Orchestrator {
     const queue = new ObjectQueue({
       settings: settings.queueing,
       process: (memory, event) => processEvent(deps, memory, event),
-      createMemory: () => ({ memo: shallowCopy(this.#deps.memo), handledOnce: false }),
+      createMemory: (body, wake) => ({
+        memo: shallowCopy(this.#deps.memo),
+        handledOnce: false,
+        wake,
+        latest: body,
+      }),
       logger,
       signal,
       limiter: this.#deps.limiter,
@@ -279,7 +285,11 @@ export class Orchestrator {
       }
     } finally {
       this.#activity.delete(key);
-      await queue.drain(settings.queueing.exitTimeout);
+      // Daemons and timers get the grace period to exit, then are abandoned; none outlives us.
+      const spawners = queue.memories().map((m) =>
+        m.spawner?.stopAll(settings.process.gracePeriod)
+      );
+      await Promise.all([queue.drain(settings.queueing.exitTimeout), ...spawners]);
     }
   }
 }

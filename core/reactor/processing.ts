@@ -20,7 +20,12 @@ import type { KubeApi } from "../client/api.ts";
 import { detectChangingCause, hasFinalizer, isDeletionRequested } from "../intents/causes.ts";
 import type { ChangingCause } from "../intents/causes.ts";
 import type { EventContext, Memo, ResourceContext } from "../intents/contexts.ts";
-import type { ChangingHandler, Reason, WatchingHandler } from "../intents/handlers.ts";
+import type {
+  ChangingHandler,
+  Reason,
+  SpawningHandler,
+  WatchingHandler,
+} from "../intents/handlers.ts";
 import {
   extraEssenceFields,
   matchChangingHandlers,
@@ -33,6 +38,7 @@ import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import { invokeChanging, type SubhandlerScope } from "./subhandling.ts";
+import { Spawner } from "../engines/daemons.ts";
 
 /** What the cycle needs from the operator. */
 export interface ProcessingDeps {
@@ -44,6 +50,8 @@ export interface ProcessingDeps {
   readonly changing: readonly ChangingHandler[];
   /** Its raw-event handlers. */
   readonly watching: readonly WatchingHandler[];
+  /** Its daemons and timers. */
+  readonly spawning: readonly SpawningHandler[];
   /** Operator settings. */
   readonly settings: OperatorSettings;
   /** The operator's logger (object loggers derive from it). */
@@ -60,12 +68,22 @@ export interface ObjectMemory {
   readonly memo: Memo;
   /** The object was fully handled by this process at least once (resume is done). */
   handledOnce: boolean;
+  /** The object's daemons and timers, once it has any. */
+  spawner?: Spawner | undefined;
+  /** The essence seen in the previous cycle (to tell timers about essential changes). */
+  lastEssence?: string | undefined;
+  /** Re-processes the object soon with its latest body (e.g. when a daemon exited). */
+  readonly wake: () => void;
+  /** The latest known body (kept by the queue). */
+  latest?: KubeObject | undefined;
 }
 
 /** One event to process. */
 export interface ObjectEvent {
   /** Raw type; `null` for objects from a (re)listing. */
   readonly type: "ADDED" | "MODIFIED" | "DELETED" | null;
+  /** Process even if this version was processed already (internal wake-ups). */
+  readonly forced?: boolean;
   /** The object. */
   readonly body: KubeObject;
 }
@@ -103,14 +121,20 @@ export async function processEvent(
   const logger = deps.logger.forObject(body);
 
   await runWatchingHandlers(deps, memory, event, patch);
-  if (deps.changing.length === 0 || deleted) return await finish(deps, body, patch, undefined);
-
   const settings = deps.settings.persistence;
+  const extra = extraEssenceFields(deps.changing);
+  const essence = settings.diffbaseStorage.build({ body, extraFields: extra });
+  const spawner = adjustSpawned(deps, memory, body, essence, deleted);
+  if ((deps.changing.length === 0 && !spawner) || deleted) {
+    return await finish(deps, body, patch, undefined);
+  }
+
   const baseContext = (handler: ChangingHandler) =>
     makeResourceContext(deps, memory, body, patch, logger, handler.param);
 
   // The finalizer is added or removed in a cycle of its own, before any handler runs.
-  const needed = requiresFinalizer(deps.changing, body, baseContext);
+  const needed = requiresFinalizer(deps.changing, body, baseContext) ||
+    Boolean(spawner?.wants(deps.spawning, body));
   const present = hasFinalizer(body, settings.finalizer);
   if (!isDeletionRequested(body) && needed !== present) {
     if (needed) {
@@ -123,8 +147,6 @@ export async function processEvent(
     return await finish(deps, body, patch, 0);
   }
 
-  const extra = extraEssenceFields(deps.changing);
-  const essence = settings.diffbaseStorage.build({ body, extraFields: extra });
   const old = settings.diffbaseStorage.fetch({ body }) ?? undefined;
   const cause = detectChangingCause({
     body,
@@ -141,7 +163,7 @@ export async function processEvent(
   const reason = cause.reason;
   const handlers = matchChangingHandlers(deps.changing, cause, body, baseContext);
   if (handlers.length === 0) {
-    completeCause(deps, cause, body, patch, logger, essence);
+    completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
     return await finish(deps, body, patch, undefined);
   }
@@ -184,7 +206,7 @@ export async function processEvent(
     logger.info(`${VERBS[reason][0]} is processed: ${succeeded} succeeded; ${failed} failed.`);
     for (const id of ids) state.purge(id);
     state.store(settings.progressStorage, body, patch);
-    completeCause(deps, cause, body, patch, logger, essence);
+    completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
     return await finish(deps, body, patch, undefined);
   }
@@ -194,6 +216,7 @@ export async function processEvent(
 
 /** After all handlers of a cause are done: remember the essence, or release the object. */
 function completeCause(
+  spawner: Spawner | undefined,
   deps: ProcessingDeps,
   cause: ChangingCause,
   body: KubeObject,
@@ -203,6 +226,9 @@ function completeCause(
 ): void {
   const settings = deps.settings.persistence;
   if (cause.reason === "delete") {
+    // Daemons and timers hold the object until they exited (or were abandoned); their exit
+    // wakes the object up again.
+    if (spawner?.holding) return;
     if (hasFinalizer(body, settings.finalizer)) {
       logger.debug("Removing the finalizer, thus allowing the actual deletion.");
       patch.removeFinalizer(body, settings.finalizer);
@@ -299,4 +325,38 @@ async function finish(
 function describe(body: KubeObject): string {
   const meta = body.metadata ?? {};
   return meta.namespace ? `${meta.namespace}/${meta.name}` : `${meta.name}`;
+}
+
+/** Spawns and stops the object's daemons and timers; returns its spawner if it has any. */
+function adjustSpawned(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  body: KubeObject,
+  essence: Record<string, unknown>,
+  deleted: boolean,
+): Spawner | undefined {
+  if (deps.spawning.length === 0) return undefined;
+  const spawner: Spawner = memory.spawner ??= new Spawner({
+    api: deps.api,
+    resource: deps.resource,
+    settings: deps.settings.background,
+    logger: deps.logger.forObject(body),
+    context: (handler, signal): ResourceContext =>
+      makeResourceContext(
+        deps,
+        memory,
+        spawner.body,
+        new Patch(),
+        deps.logger.forObject(body),
+        handler.param,
+        signal,
+      ),
+    wake: memory.wake,
+    signal: deps.signal,
+  });
+  const text = JSON.stringify(essence);
+  const changed = memory.lastEssence !== undefined && memory.lastEssence !== text;
+  memory.lastEssence = text;
+  spawner.adjust(deps.spawning, body, { deleted: deleted || isDeletionRequested(body), changed });
+  return spawner;
 }

@@ -24,7 +24,7 @@ export interface QueueDeps {
   /** Processes one event; the queue guarantees one call at a time per object. */
   readonly process: (memory: ObjectMemory, event: ObjectEvent) => Promise<CycleResult>;
   /** Creates the memory of an object seen for the first time. */
-  readonly createMemory: (body: KubeObject) => ObjectMemory;
+  readonly createMemory: (body: KubeObject, wake: () => void) => ObjectMemory;
   /** Where unexpected errors are logged. */
   readonly logger: Logger;
   /** Stops the workers. */
@@ -107,7 +107,10 @@ class ObjectWorker {
       const event = this.pending!;
       this.pending = undefined;
       const version = event.body.metadata?.resourceVersion;
-      if (event !== current && event.type !== "DELETED" && notNewer(version, processedVersion)) {
+      if (
+        event !== current && !event.forced && event.type !== "DELETED" &&
+        notNewer(version, processedVersion)
+      ) {
         continue;
       }
       let result: CycleResult;
@@ -134,6 +137,7 @@ class ObjectWorker {
       }
       if (event.type === "DELETED") break;
       current = result.body ? { type: "MODIFIED", body: result.body } : event;
+      this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
       dueIn = result.delay;
       if (dueIn === 0 && !this.pending) this.pending = current;
@@ -166,7 +170,7 @@ export class ObjectQueue {
     }
     let memory = this.#memories.get(key);
     if (!memory) {
-      memory = this.deps.createMemory(event.body);
+      memory = this.deps.createMemory(event.body, () => this.#wake(key));
       this.#memories.set(key, memory);
     }
     const started = new ObjectWorker(key, memory, this, event);
@@ -184,6 +188,18 @@ export class ObjectQueue {
       }
     });
     if (event.type === "DELETED") started.done.finally(() => this.#memories.delete(key));
+  }
+
+  #wake(key: string): void {
+    const memory = this.#memories.get(key);
+    const body = memory?.latest;
+    if (!memory || !body || this.deps.signal.aborted) return;
+    this.push({ type: "MODIFIED", body, forced: true });
+  }
+
+  /** The memories of all remembered objects. */
+  memories(): ObjectMemory[] {
+    return [...this.#memories.values()];
   }
 
   /** Number of objects remembered (for tests of memory growth). */

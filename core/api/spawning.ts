@@ -1,0 +1,154 @@
+/**
+ * Registration of daemons and timers: per-object background tasks.
+ *
+ * @example A daemon and a timer
+ * ```ts
+ * import { daemon, timer } from "./spawning.ts";
+ * daemon("kopfexamples", { cancellationTimeout: 5 }, async function monitor({ stopped, sleep, logger }) {
+ *   while (!stopped.aborted) {
+ *     logger.info("Checking something");
+ *     await sleep(10);
+ *   }
+ * });
+ * timer("kopfexamples", { interval: 60, idle: 10 }, function ping({ spec }) {
+ *   return { seen: spec }; // → status.ping
+ * });
+ * ```
+ * @module
+ */
+
+import type { ErrorsMode } from "../actions/execution.ts";
+import type { SpawnedContext } from "../engines/daemons.ts";
+import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
+import { defaultHandlerId, type HandlerFn, type SpawningHandler } from "../intents/handlers.ts";
+import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
+import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import { type FieldSpec, parseField } from "../structs/dicts.ts";
+
+/** Options shared by daemons and timers. */
+export interface SpawningOptions {
+  /** Handler id (default: the function name). */
+  readonly id?: string;
+  /** The registry to add to. @default the default registry */
+  readonly registry?: OperatorRegistry;
+  /** Passed back as `param`. */
+  readonly param?: unknown;
+  /** Label filters; the task stops when they stop matching and restarts when they match again. */
+  readonly labels?: MetaFilter;
+  /** Annotation filters. */
+  readonly annotations?: MetaFilter;
+  /** Whole-object callback filter (re-evaluated on every event). */
+  readonly when?: WhenCallback<SpawnedContext>;
+  /** A field the task depends on (dotted or a path). */
+  readonly field?: FieldSpec;
+  /** Value filter of `field` (default: present). */
+  readonly value?: ValueFilter;
+  /** Treatment of arbitrary errors. @default "temporary" */
+  readonly errors?: ErrorsMode;
+  /** Overall timeout in seconds since the first attempt. */
+  readonly timeout?: number;
+  /** Maximum number of attempts. */
+  readonly retries?: number;
+  /** Seconds before retrying arbitrary errors. @default 60 */
+  readonly backoff?: number;
+  /** Seconds to wait after the object appears (or the operator starts) before the first run. */
+  readonly initialDelay?: number;
+}
+
+/** Options of daemons. */
+export interface DaemonOptions extends SpawningOptions {
+  /** Seconds between the stop signal and the cancellation (`signal` abort). */
+  readonly cancellationBackoff?: number;
+  /** Seconds after the cancellation before the daemon is abandoned; none: wait forever. */
+  readonly cancellationTimeout?: number;
+  /** How often an exiting daemon without a timeout is re-checked, seconds. @default 60 */
+  readonly cancellationPolling?: number;
+}
+
+/** Options of timers. */
+export interface TimerOptions extends SpawningOptions {
+  /** Seconds between runs (counted from the end of the previous run unless `sharp`). */
+  readonly interval?: number;
+  /** Align runs to a fixed grid of `interval` seconds. @default false */
+  readonly sharp?: boolean;
+  /** Run only after the object has been unchanged (essentially) for this many seconds. */
+  readonly idle?: number;
+}
+
+/** A daemon or timer function. */
+export type Spawned = (context: SpawnedContext) => unknown;
+
+function register(
+  spawn: "daemon" | "timer",
+  spec: ResourceSpec,
+  options: DaemonOptions & TimerOptions,
+  fn: Spawned,
+): Spawned {
+  if (spawn === "timer" && options.interval !== undefined && !(options.interval > 0)) {
+    throw new RangeError(`A timer's interval must be positive, got ${options.interval}`);
+  }
+  const field = options.field === undefined || options.field === null
+    ? undefined
+    : parseField(options.field);
+  const handler: SpawningHandler = {
+    kind: "spawning",
+    spawn,
+    id: options.id ?? defaultHandlerId(fn as HandlerFn<never>, field),
+    fn: fn as HandlerFn<never>,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as SpawningHandler["when"],
+    field,
+    value: options.value,
+    errors: options.errors,
+    timeout: options.timeout,
+    retries: options.retries,
+    backoff: options.backoff,
+    initialDelay: options.initialDelay,
+    cancellationBackoff: options.cancellationBackoff,
+    cancellationTimeout: options.cancellationTimeout,
+    cancellationPolling: options.cancellationPolling,
+    interval: options.interval,
+    sharp: options.sharp,
+    idle: options.idle,
+  };
+  (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+  return fn;
+}
+
+/**
+ * Registers a daemon: a long-running function per object, started when the object appears (or
+ * the operator starts) and stopped when it is deleted, stops matching, or the operator exits.
+ * @param spec The resource(s).
+ * @param optionsOrFn The options, or the function when there are no options.
+ * @param maybeFn The function, when options are given.
+ * @returns The function, unchanged.
+ */
+export function daemon(
+  spec: ResourceSpec,
+  optionsOrFn: DaemonOptions | Spawned,
+  maybeFn?: Spawned,
+): Spawned {
+  return maybeFn === undefined
+    ? register("daemon", spec, {}, optionsOrFn as Spawned)
+    : register("daemon", spec, optionsOrFn as DaemonOptions, maybeFn);
+}
+
+/**
+ * Registers a timer: a function run periodically per object (`interval`), optionally only when
+ * the object has been unchanged for a while (`idle`); without both, it runs once.
+ * @param spec The resource(s).
+ * @param optionsOrFn The options, or the function when there are no options.
+ * @param maybeFn The function, when options are given.
+ * @returns The function, unchanged.
+ */
+export function timer(
+  spec: ResourceSpec,
+  optionsOrFn: TimerOptions | Spawned,
+  maybeFn?: Spawned,
+): Spawned {
+  return maybeFn === undefined
+    ? register("timer", spec, {}, optionsOrFn as Spawned)
+    : register("timer", spec, optionsOrFn as TimerOptions, maybeFn);
+}

@@ -1,0 +1,343 @@
+/**
+ * Daemons and timers: per-object background tasks that live as long as their object matches.
+ *
+ * The processing cycle calls {@link Spawner.adjust} on every event: matching handlers are
+ * spawned, non-matching ones (filters, deletion, operator exit) are stopped. A stop follows
+ * Kopf's sequence: the `stopped` signal aborts at once → after `cancellationBackoff` the
+ * handler's `signal` aborts (only with a `cancellationTimeout`) → after `cancellationTimeout`
+ * the task is abandoned with a warning and no longer holds the finalizer. Without a timeout the
+ * stop is awaited forever (logged every `cancellationPolling` seconds), holding the finalizer.
+ *
+ * Bodies are live: `body`, `spec`, `status`, `meta`… always show the latest version of the
+ * object. A daemon that returns (or fails permanently) is not restarted for this object in
+ * this process; a TemporaryError restarts it after its delay. Results go to `status.<id>`.
+ * @module
+ */
+
+import { applyPatch } from "../actions/application.ts";
+import { execute, type Outcome } from "../actions/execution.ts";
+import type { Logger } from "../actions/loggers.ts";
+import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+import type { KubeApi } from "../client/api.ts";
+import type { ResourceContext } from "../intents/contexts.ts";
+import type { SpawningHandler } from "../intents/handlers.ts";
+import { matchesBodyFilters } from "../intents/registries.ts";
+import type { BackgroundSettings } from "../settings/settings.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import { Patch } from "../structs/patches.ts";
+import type { Resource } from "../structs/resources.ts";
+import { sleep } from "../util/backoff.ts";
+
+/** Why a daemon or timer is being stopped (Kopf's DaemonStoppingReason). */
+export type StoppingReason =
+  | "done"
+  | "filters-mismatch"
+  | "resource-deleted"
+  | "operator-exiting"
+  | "operator-pausing";
+
+/** The extra context of daemons and timers. */
+export interface SpawnedContext extends ResourceContext {
+  /** Aborted when the task should stop (its reason tells why); poll it or await it. */
+  readonly stopped: AbortSignal;
+  /** Sleeps for `seconds` or until stopped; resolves `true` if stopped. */
+  sleep(seconds: number): Promise<boolean>;
+  /** Attempts made before this one (0 on the first). */
+  readonly retry: number;
+  /** When the first attempt started. */
+  readonly started: Date;
+  /** Seconds since the first attempt. */
+  readonly runtime: number;
+}
+
+/** A running (or stopping) task of one handler for one object. */
+interface Task {
+  readonly handler: SpawningHandler;
+  readonly stopper: AbortController;
+  readonly canceller: AbortController;
+  readonly done: Promise<void>;
+  stopping: boolean;
+  abandoned: boolean;
+}
+
+/** What the spawner of one object needs. */
+export interface SpawnerDeps {
+  /** Object operations (to deliver results). */
+  readonly api: KubeApi;
+  /** The object's resource. */
+  readonly resource: Resource;
+  /** `settings.background` (read live). */
+  readonly settings: BackgroundSettings;
+  /** The object's logger. */
+  readonly logger: Logger;
+  /** Builds the resource context for the current body (live). */
+  readonly context: (handler: SpawningHandler, signal: AbortSignal) => ResourceContext;
+  /** Called when a task finished or was abandoned, so the object is re-processed (finalizer). */
+  readonly wake: () => void;
+  /** The operator's stop signal. */
+  readonly signal: AbortSignal;
+}
+
+/** The daemons and timers of one object. */
+export class Spawner {
+  #deps: SpawnerDeps;
+  #tasks = new Map<string, Task>();
+  #finished = new Set<string>(); // exited for good in this process (returned or failed permanently)
+  #lastChange = Date.now();
+  #body: KubeObject = {};
+
+  /** @param deps Collaborators. */
+  constructor(deps: SpawnerDeps) {
+    this.#deps = deps;
+  }
+
+  /** The latest body (live view for tasks). */
+  get body(): KubeObject {
+    return this.#body;
+  }
+
+  /** Whether any task is still running or stopping (and not abandoned): the finalizer is needed. */
+  get holding(): boolean {
+    return [...this.#tasks.values()].some((t) => !t.abandoned);
+  }
+
+  /** Number of tasks (for tests of bookkeeping). */
+  get size(): number {
+    return this.#tasks.size;
+  }
+
+  /**
+   * Brings the tasks in line with the object: spawns matching handlers, stops the others.
+   * @param handlers The resource's daemon and timer handlers.
+   * @param body The latest object.
+   * @param options `deleted`: the object is being deleted or gone; `changed`: its essence changed.
+   */
+  adjust(
+    handlers: readonly SpawningHandler[],
+    body: KubeObject,
+    options: { deleted: boolean; changed: boolean },
+  ): void {
+    this.#body = body;
+    if (options.changed) this.#lastChange = Date.now();
+    for (const handler of handlers) {
+      const task = this.#tasks.get(handler.id);
+      const context = this.#deps.context(handler, this.#deps.signal);
+      const matches = !options.deleted && !this.#deps.signal.aborted &&
+        matchesBodyFilters(handler, body, context);
+      if (matches && !task && !this.#finished.has(handler.id)) this.#spawn(handler);
+      if (!matches && task && !task.stopping) {
+        this.#stop(task, options.deleted ? "resource-deleted" : "filters-mismatch");
+      }
+    }
+  }
+
+  /**
+   * Stops everything (operator exit) and waits up to `graceSeconds` for the tasks to exit.
+   * @param graceSeconds How long to wait before abandoning them.
+   */
+  async stopAll(graceSeconds: number): Promise<void> {
+    for (const task of this.#tasks.values()) {
+      if (!task.stopping) this.#stop(task, "operator-exiting");
+      task.canceller.abort(new Error("The operator is exiting"));
+    }
+    const all = Promise.allSettled([...this.#tasks.values()].map((t) => t.done));
+    await Promise.race([all, sleep(graceSeconds * 1000)]);
+  }
+
+  /** Whether any handler matches the object now (so the finalizer is wanted). */
+  wants(handlers: readonly SpawningHandler[], body: KubeObject): boolean {
+    return handlers.some((h) =>
+      !this.#finished.has(h.id) &&
+      matchesBodyFilters(h, body, this.#deps.context(h, this.#deps.signal))
+    );
+  }
+
+  #spawn(handler: SpawningHandler): void {
+    const stopper = new AbortController();
+    const canceller = new AbortController();
+    const task: Task = {
+      handler,
+      stopper,
+      canceller,
+      stopping: false,
+      abandoned: false,
+      done: Promise.resolve(),
+    };
+    this.#tasks.set(handler.id, task);
+    const run = handler.spawn === "daemon" ? this.#daemon(task) : this.#timer(task);
+    (task as { done: Promise<void> }).done = run.catch((error) => {
+      this.#deps.logger.exception(`${handler.spawn} '${handler.id}' crashed unexpectedly`, error);
+    }).finally(() => {
+      if (this.#tasks.get(handler.id) === task) this.#tasks.delete(handler.id);
+      this.#deps.wake();
+    });
+  }
+
+  #stop(task: Task, reason: StoppingReason): void {
+    task.stopping = true;
+    task.stopper.abort(reason);
+    const { handler } = task;
+    const settings = this.#deps.settings;
+    void (async () => {
+      const exited = task.done.then(() => true);
+      const waitFor = (seconds: number) =>
+        Promise.race([exited, sleep(seconds * 1000).then(() => false)]);
+      if (handler.cancellationBackoff && await waitFor(handler.cancellationBackoff)) return;
+      if (handler.cancellationTimeout !== undefined) {
+        task.canceller.abort(new Error(`The ${handler.spawn} is cancelled (${reason})`));
+        if (await waitFor(handler.cancellationTimeout)) return;
+        task.abandoned = true;
+        this.#deps.logger.warning(
+          `${handler.spawn} '${handler.id}' did not exit in time (${reason}); abandoning it and releasing the object`,
+        );
+        this.#deps.wake();
+        return;
+      }
+      const polling = handler.cancellationPolling ?? settings.cancellationPolling;
+      while (!(await waitFor(polling))) {
+        this.#deps.logger.warning(
+          `${handler.spawn} '${handler.id}' is still exiting (${reason}); waiting for it`,
+        );
+      }
+    })();
+  }
+
+  #context(task: Task, retry: number, started: Date, signal: AbortSignal): SpawnedContext {
+    const stopped = task.stopper.signal;
+    const spawner = this;
+    const base = this.#deps.context(task.handler, AbortSignal.any([signal, task.canceller.signal]));
+    // Live views: even when destructured, they always show the latest version of the object.
+    const body = liveView(() => spawner.#body);
+    return Object.defineProperties({ ...base }, {
+      body: { value: body, enumerable: true },
+      spec: { value: liveView(() => spawner.#body.spec), enumerable: true },
+      status: { value: liveView(() => spawner.#body.status), enumerable: true },
+      meta: { value: liveView(() => spawner.#body.metadata), enumerable: true },
+      labels: { value: liveView(() => spawner.#body.metadata?.labels), enumerable: true },
+      annotations: { value: liveView(() => spawner.#body.metadata?.annotations), enumerable: true },
+      stopped: { value: stopped, enumerable: true },
+      sleep: { value: (seconds: number) => sleepUnlessStopped(seconds, stopped), enumerable: true },
+      retry: { value: retry, enumerable: true },
+      started: { value: started, enumerable: true },
+      runtime: { get: () => (Date.now() - started.getTime()) / 1000, enumerable: true },
+    }) as SpawnedContext;
+  }
+
+  async #attempt(task: Task, retries: number, started: Date): Promise<Outcome> {
+    const outcome = await execute(
+      task.handler,
+      { started, retries },
+      (signal) =>
+        (task.handler.fn as (c: SpawnedContext) => unknown)(
+          this.#context(task, retries, started, signal),
+        ),
+    );
+    if (outcome.kind !== "success" || !task.stopper.signal.aborted) {
+      reportOutcome(this.#deps.logger, task.handler.id, outcome);
+    }
+    await this.#deliver(task.handler.id, outcome);
+    return outcome;
+  }
+
+  async #deliver(id: string, outcome: Outcome): Promise<void> {
+    const patch = new Patch();
+    deliverResult(patch, id, outcome);
+    if (patch.isEmpty) return;
+    try {
+      await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, this.#deps.signal);
+    } catch (error) {
+      this.#deps.logger.warning(`Could not store the result of '${id}': ${error}`);
+    }
+  }
+
+  async #daemon(task: Task): Promise<void> {
+    const { handler } = task;
+    const stopped = task.stopper.signal;
+    if (handler.initialDelay && await sleepUnlessStopped(handler.initialDelay, stopped)) return;
+    const started = new Date();
+    for (let retries = 0; !stopped.aborted; retries++) {
+      const outcome = await this.#attempt(task, retries, started);
+      if (outcome.kind !== "temporary") {
+        if (!stopped.aborted) this.#finished.add(handler.id); // returned on its own: done for this process
+        return;
+      }
+      if (await sleepUnlessStopped(outcome.delay ?? 0, stopped)) return;
+    }
+  }
+
+  async #timer(task: Task): Promise<void> {
+    const { handler } = task;
+    const stopped = task.stopper.signal;
+    if (handler.initialDelay && await sleepUnlessStopped(handler.initialDelay, stopped)) return;
+    let started = new Date();
+    let retries = 0;
+    let lastRun = -Infinity;
+    while (!stopped.aborted) {
+      if (handler.idle !== undefined) {
+        // Wait until the object has been unchanged for `idle` seconds; changes restart the wait.
+        // An idle-only timer fires once per quiet period: after a run, it waits for a change.
+        for (;;) {
+          if (handler.interval === undefined && lastRun >= this.#lastChange) {
+            if (await sleepUnlessStopped(1, stopped)) return;
+            continue;
+          }
+          const quiet = (Date.now() - this.#lastChange) / 1000;
+          if (quiet >= handler.idle) break;
+          if (await sleepUnlessStopped(handler.idle - quiet, stopped)) return;
+        }
+      }
+      const began = Date.now();
+      const outcome = await this.#attempt(task, retries, started);
+      lastRun = began;
+      if (outcome.kind === "permanent") {
+        this.#finished.add(handler.id);
+        return;
+      }
+      let wait: number;
+      if (outcome.kind === "temporary") {
+        retries++;
+        wait = outcome.delay ?? 0;
+      } else {
+        retries = 0;
+        started = new Date();
+        if (handler.interval === undefined && handler.idle === undefined) {
+          this.#finished.add(handler.id); // a one-shot timer
+          return;
+        }
+        if (handler.interval === undefined) continue; // idle-only: wait for the next quiet period
+        const interval = handler.interval;
+        wait = handler.sharp ? interval - ((Date.now() - began) / 1000) % interval : interval;
+      }
+      if (await sleepUnlessStopped(wait, stopped)) return;
+    }
+  }
+}
+
+/** Sleeps for `seconds`, or until `stopped` aborts; resolves whether it was stopped. */
+export async function sleepUnlessStopped(seconds: number, stopped: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(seconds * 1000, stopped);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** A read-only object that always reflects `source()`, even when held in a local variable. */
+function liveView(source: () => unknown): Record<string, unknown> {
+  const current = (): Record<string, unknown> => {
+    const value = source();
+    return value && typeof value === "object" ? value as Record<string, unknown> : {};
+  };
+  return new Proxy({}, {
+    get: (_, key) => Reflect.get(current(), key),
+    has: (_, key) => Reflect.has(current(), key),
+    ownKeys: () => Reflect.ownKeys(current()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const descriptor = Reflect.getOwnPropertyDescriptor(current(), key);
+      return descriptor ? { ...descriptor, configurable: true } : undefined;
+    },
+    set: () => false,
+    deleteProperty: () => false,
+  });
+}
