@@ -13,6 +13,18 @@ import type { Resource } from "../structs/resources.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
 import type { Reason } from "./handlers.ts";
 
+/** A read-only view of one in-memory index (see the `index` handlers). */
+export interface IndexView {
+  /** Number of keys. */
+  readonly size: number;
+  /** The values under a key (any JSON value; tuples as arrays), if any. */
+  get(key: unknown): Iterable<unknown> & { readonly size: number; toArray(): unknown[] } | undefined;
+  /** Whether a key has values. */
+  has(key: unknown): boolean;
+  /** The keys. */
+  keys(): unknown[];
+}
+
 /** Free-form per-object (or operator) memory, kept in memory only. */
 export type Memo = Record<string, unknown>;
 
@@ -50,6 +62,8 @@ export interface ResourceContext<Spec = Record<string, unknown>, Status = Record
   readonly settings: OperatorSettings;
   /** Aborted when the operator stops (or the handler's timeout passes). */
   readonly signal: AbortSignal;
+  /** The operator's indices by name (also available as top-level properties, as in Kopf). */
+  readonly indices: Readonly<Record<string, IndexView>>;
 }
 
 /** What on.event handlers receive. */

@@ -101,6 +101,12 @@ export interface SpawningHandler extends RetriedHandler {
   readonly idle?: number | undefined;
 }
 
+/** An index handler: maps objects to key→value pairs of an in-memory index. */
+export interface IndexingHandler extends RetriedHandler {
+  /** Discriminator. */
+  readonly kind: "indexing";
+}
+
 /** Operator-level activities. */
 export type Activity = "startup" | "cleanup" | "login" | "probe";
 
@@ -127,7 +133,7 @@ export interface ActivityHandler {
 }
 
 /** Any handler bound to a resource. */
-export type ResourceHandler = ChangingHandler | WatchingHandler | SpawningHandler;
+export type ResourceHandler = ChangingHandler | WatchingHandler | SpawningHandler | IndexingHandler;
 
 /** A handler together with the selector of the resources it serves. */
 export interface Registration<H extends ResourceHandler = ResourceHandler> {

@@ -19,6 +19,7 @@ import type {
   ActivityHandler,
   ChangingHandler,
   Registration,
+  IndexingHandler,
   ResourceHandler,
   SpawningHandler,
   WatchingHandler,
@@ -90,6 +91,12 @@ export class OperatorRegistry {
     return this.#registrations;
   }
 
+  /** The ids of all index handlers (the names of the indices). */
+  indexIds(): string[] {
+    const ids = this.#registrations.filter((r) => r.handler.kind === "indexing").map((r) => r.handler.id);
+    return [...new Set(ids)];
+  }
+
   /**
    * Lists the distinct selectors in use.
    *
@@ -110,7 +117,13 @@ export class OperatorRegistry {
   handlersFor(
     resource: Resource,
     served?: ReadonlySet<string>,
-  ): { changing: ChangingHandler[]; watching: WatchingHandler[]; spawning: SpawningHandler[] } {
+  ): {
+    changing: ChangingHandler[];
+    watching: WatchingHandler[];
+    spawning: SpawningHandler[];
+    indexing: IndexingHandler[];
+  } {
+    const indexing: IndexingHandler[] = [];
     const changing: ChangingHandler[] = [];
     const watching: WatchingHandler[] = [];
     const spawning: SpawningHandler[] = [];
@@ -121,9 +134,10 @@ export class OperatorRegistry {
       if (!ok) continue;
       if (handler.kind === "changing") changing.push(handler);
       else if (handler.kind === "spawning") spawning.push(handler);
+      else if (handler.kind === "indexing") indexing.push(handler);
       else watching.push(handler);
     }
-    return { changing, watching, spawning };
+    return { changing, watching, spawning, indexing };
   }
 }
 

@@ -147,7 +147,7 @@ Deno.test("OperatorRegistry.register() allows the same id for different selector
   assert.equal(registry.selectors().length, 2);
 });
 
-// BUG: registries.ts OperatorRegistry.register() (the loop at lines ~36-54) returns early for an
+// BUG: registries.ts OperatorRegistry.register() (the loop at lines 67-85) returns early for an
 // identical registration only when both handlers are "changing"; an identical on.event
 // registration (same function, same id, same selector) falls through and is pushed again, so
 // processing.ts runWatchingHandlers() invokes the handler twice per event. Kopf de-duplicates all
@@ -307,7 +307,7 @@ Deno.test("matchChangingHandlers() does not resume an object found being deleted
   assert.deepEqual(ids(matchChangingHandlers(handlers, cause, body, contextFor)), ["delete_fn"]);
 });
 
-// BUG: registries.ts reasonMatches() (lines ~165-173) accepts resume handlers only for "resume"
+// BUG: registries.ts reasonMatches() (lines 219-227) accepts resume handlers only for "resume"
 // and initial "update" causes. An object that the operator finds already marked for deletion gets
 // the "delete" cause (causes.ts checks deletion first), so a resume handler with `deleted: true`
 // never runs — the `handler.deleted || !isDeletionRequested(body)` check is unreachable in practice.

@@ -22,8 +22,10 @@ import type { OperatorSettings } from "../settings/settings.ts";
 import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
 import type { Semaphore } from "../util/semaphore.ts";
-import { processEvent, type ProcessingDeps } from "./processing.ts";
-import { ObjectQueue } from "./queueing.ts";
+import { Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
+import { Patch } from "../structs/patches.ts";
+import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
+import { objectKey, ObjectQueue } from "./queueing.ts";
 
 /** What orchestration needs. */
 export interface OrchestrationDeps {
@@ -80,10 +82,18 @@ export class Orchestrator {
   #pendingListings = new Set<string>();
   #activity = new Map<string, number>();
   #ready = false;
+  #indexers: Indexers;
+  #readiness = new IndexingReadiness();
 
   /** @param deps Collaborators. */
   constructor(deps: OrchestrationDeps) {
     this.#deps = deps;
+    this.#indexers = new Indexers(deps.registry.indexIds());
+  }
+
+  /** The operator's indices by name. */
+  get indices(): Readonly<Record<string, Index>> {
+    return this.#indexers.indices;
   }
 
   /**
@@ -217,10 +227,14 @@ export class Orchestrator {
       const controller = new AbortController();
       const signal = AbortSignal.any([controller.signal, this.#deps.signal]);
       if (!this.#ready) this.#pendingListings.add(key);
+      if (this.#deps.registry.handlersFor(target.resource, target.selectors).indexing.length) {
+        this.#readiness.expect(key);
+      }
       const done = this.#stream(key, target.resource, target.namespace, target.selectors, signal);
       this.#streams.set(key, { controller, done });
     }
     this.#checkReady();
+    this.#readiness.check();
   }
 
   #checkReady(): void {
@@ -245,6 +259,8 @@ export class Orchestrator {
       changing: handlers.changing,
       watching: handlers.watching,
       spawning: handlers.spawning,
+      indices: this.#indexers.indices,
+      readiness: this.#readiness,
       settings,
       logger,
       lifecycle: this.#deps.lifecycle,
@@ -263,6 +279,7 @@ export class Orchestrator {
       signal,
       limiter: this.#deps.limiter,
     });
+    const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
     const where = namespace ? ` in ${namespace}` : "";
     logger.debug(`Watching ${resourceName(resource)}${where}`);
     const stream = watcher(this.#deps.client.api, resource, {
@@ -274,6 +291,7 @@ export class Orchestrator {
     try {
       for await (
         const event of objectEvents(stream, (other) => {
+          if (other.type === "initDone") this.#readiness.listed(key);
           if (other.type === "initDone" && this.#pendingListings.delete(key)) this.#checkReady();
           if (other.type === "error") {
             logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
@@ -281,6 +299,25 @@ export class Orchestrator {
         })
       ) {
         this.#activity.set(key, performance.now());
+        if (handlers.indexing.length) {
+          // Indexed on the stream itself, so the readiness gate opens only when all are indexed.
+          await this.#indexers.index(
+            handlers.indexing,
+            objectKey(event.object),
+            event.object,
+            event.type === "delete",
+            (handler) =>
+              makeResourceContext(
+                deps,
+                indexMemory,
+                event.object,
+                new Patch(),
+                logger.forObject(event.object, { local: true }),
+                handler.param,
+              ),
+            logger.forObject(event.object, { local: true }),
+          );
+        }
         queue.push({ type: event.type === "delete" ? "DELETED" : event.raw, body: event.object });
       }
     } finally {

@@ -19,7 +19,7 @@ import { ProgressState } from "../actions/progression.ts";
 import type { KubeApi } from "../client/api.ts";
 import { detectChangingCause, hasFinalizer, isDeletionRequested } from "../intents/causes.ts";
 import type { ChangingCause } from "../intents/causes.ts";
-import type { EventContext, Memo, ResourceContext } from "../intents/contexts.ts";
+import type { EventContext, IndexView, Memo, ResourceContext } from "../intents/contexts.ts";
 import type {
   ChangingHandler,
   Reason,
@@ -52,6 +52,10 @@ export interface ProcessingDeps {
   readonly watching: readonly WatchingHandler[];
   /** Its daemons and timers. */
   readonly spawning: readonly SpawningHandler[];
+  /** The operator's indices by name. */
+  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /** Opens when all indexed resources were listed and indexed; handlers wait for it. */
+  readonly readiness?: { wait(signal: AbortSignal): Promise<void> } | undefined;
   /** Operator settings. */
   readonly settings: OperatorSettings;
   /** The operator's logger (object loggers derive from it). */
@@ -119,6 +123,10 @@ export async function processEvent(
   const patch = new Patch();
   const deleted = event.type === "DELETED";
   const logger = deps.logger.forObject(body);
+  // No resource handler runs before every index is complete (indexing itself is done earlier,
+  // on the stream, so that this gate can open).
+  await deps.readiness?.wait(deps.signal);
+  if (deps.signal.aborted) return {};
 
   await runWatchingHandlers(deps, memory, event, patch);
   const settings = deps.settings.persistence;
@@ -292,6 +300,9 @@ export function makeResourceContext(
     param,
     settings: deps.settings,
     signal: signal === deps.signal ? signal : AbortSignal.any([signal, deps.signal]),
+    indices: deps.indices ?? {},
+    // As in Kopf, indices are also passed by their names and win over built-in names.
+    ...deps.indices,
   };
 }
 

@@ -180,7 +180,7 @@ Deno.test("ObjectQueue coalesces a burst for an idle worker to the latest event 
 });
 
 // BUG: queueing.ts ObjectWorker.#run() applies the batch window only after waiting for an event
-// (`else if (deps.settings.batchWindow > 0)` at line ~104). A new worker starts with its first
+// (`else if (deps.settings.batchWindow > 0)` at line 102). A new worker starts with its first
 // event already pending and processes it immediately, so a burst for a fresh object (e.g. ADDED
 // plus MODIFIED events within batchWindow) is processed twice instead of once with the latest
 // event, unlike Kopf (whose worker batches every fetched event, the first one included).
@@ -361,7 +361,7 @@ Deno.test("ObjectQueue forgets an object that starts a worker with DELETED (SUB-
   await h.stop();
 });
 
-// BUG: queueing.ts ObjectQueue.push() (lines ~181-193) removes an object's memory only when the
+// BUG: queueing.ts ObjectQueue.push() (lines 180 and 190) removes an object's memory only when the
 // worker's *first* event (the `event` captured in push()) or its leftover `pending` event is
 // DELETED. When DELETED arrives at a live worker (the usual case: the finalizer is removed and
 // the DELETED event follows within idleTimeout), the worker processes it and exits, but the
@@ -397,7 +397,7 @@ Deno.test("ObjectQueue stops its workers when the signal aborts (SUB-74)", async
   assert.equal(h.calls.length, 2, "nothing is processed after the stop");
 });
 
-// BUG: queueing.ts ObjectQueue.drain() (line ~215) races the workers against
+// BUG: queueing.ts ObjectQueue.drain() (line 221) races the workers against
 // `sleep(timeoutSeconds * 1000)` without cancelling that sleep, so its timer stays armed for the
 // full exitTimeout after the workers have finished (a standalone script calling drain(3) on an
 // idle queue stays alive for 3 s). Fix: pass an AbortController's signal to sleep() and abort it

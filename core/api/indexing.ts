@@ -1,0 +1,87 @@
+/**
+ * Registration of index handlers: in-memory indices over watched objects, passed to every
+ * resource handler by name (and in `indices`), complete before any resource handler runs.
+ *
+ * @example Pods by namespace, and looking them up from another handler
+ * ```ts
+ * import { index } from "./indexing.ts";
+ * import { on } from "./on.ts";
+ * index("pods", function podsByNamespace({ namespace, name }) {
+ *   return { [namespace ?? ""]: name };
+ * });
+ * on.create("kopfexamples", ({ indices, namespace }) => {
+ *   const pods = indices.podsByNamespace?.get(namespace)?.toArray() ?? [];
+ *   return { pods };
+ * });
+ * ```
+ * @module
+ */
+
+import type { ErrorsMode } from "../actions/execution.ts";
+import type { ResourceContext } from "../intents/contexts.ts";
+import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
+import { defaultHandlerId, type HandlerFn, type IndexingHandler } from "../intents/handlers.ts";
+import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
+import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import { type FieldSpec, parseField } from "../structs/dicts.ts";
+
+/** Options of index handlers. */
+export interface IndexOptions {
+  /** The index name (default: the function name). */
+  readonly id?: string;
+  /** The registry to add to. @default the default registry */
+  readonly registry?: OperatorRegistry;
+  /** Passed back as `param`. */
+  readonly param?: unknown;
+  /** Label filters; objects that stop matching leave the index. */
+  readonly labels?: MetaFilter;
+  /** Annotation filters. */
+  readonly annotations?: MetaFilter;
+  /** Whole-object callback filter. */
+  readonly when?: WhenCallback<ResourceContext>;
+  /** A field the handler depends on. */
+  readonly field?: FieldSpec;
+  /** Value filter of `field` (default: present). */
+  readonly value?: ValueFilter;
+  /** Treatment of arbitrary errors. @default "ignored" */
+  readonly errors?: ErrorsMode;
+  /** Seconds an object is excluded after a temporary failure. @default 60 */
+  readonly backoff?: number;
+}
+
+/** An index handler function: returns `{key: value}` (or a Map), a value (key `null`), or nothing. */
+export type Indexing = (context: ResourceContext) => unknown;
+
+/**
+ * Registers an index handler.
+ * @param spec The resource(s) to index.
+ * @param optionsOrFn The options, or the function when there are no options.
+ * @param maybeFn The function, when options are given.
+ * @returns The function, unchanged.
+ */
+export function index(
+  spec: ResourceSpec,
+  optionsOrFn: IndexOptions | Indexing,
+  maybeFn?: Indexing,
+): Indexing {
+  const options = (maybeFn === undefined ? {} : optionsOrFn) as IndexOptions;
+  const fn = (maybeFn ?? optionsOrFn) as Indexing;
+  const field = options.field === undefined || options.field === null
+    ? undefined
+    : parseField(options.field);
+  const handler: IndexingHandler = {
+    kind: "indexing",
+    id: options.id ?? defaultHandlerId(fn as HandlerFn<never>),
+    fn: fn as HandlerFn<never>,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as IndexingHandler["when"],
+    field,
+    value: options.value,
+    errors: options.errors ?? "ignored",
+    backoff: options.backoff,
+  };
+  (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+  return fn;
+}
