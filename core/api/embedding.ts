@@ -1,0 +1,73 @@
+/**
+ * Embedding operators in other Deno programs: {@link start} returns a handle with `ready`,
+ * `stop()` and `await using` support; {@link run} runs until SIGINT/SIGTERM. Several operators
+ * can run in one process with separate registries, settings and memos.
+ *
+ * @example Two operators in one program
+ * ```ts ignore
+ * import { createSettings, OperatorRegistry, on, start } from "@kopf/ts";
+ * const a = new OperatorRegistry();
+ * on.create("kopfexamples", { registry: a }, () => ({ by: "a" }));
+ * await using first = start({ registry: a, namespaces: ["team-a"] });
+ * await first.ready;
+ * // … the operator works in the background; leaving the scope stops it …
+ * ```
+ * @module
+ */
+
+import { operator, type OperatorOptions } from "../reactor/running.ts";
+
+/** A running operator. */
+export interface RunningOperator extends AsyncDisposable {
+  /** Resolves when every served stream has listed its objects once. */
+  readonly ready: Promise<void>;
+  /** Resolves (or rejects) when the operator has exited. */
+  readonly done: Promise<void>;
+  /** Asks the operator to stop and waits for a clean exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts an operator in the background.
+ * @param options As for {@link operator}; `signal` may be given in addition to `stop()`.
+ * @returns A handle to wait for readiness and to stop it.
+ */
+export function start(options: Omit<OperatorOptions, "onReady"> = {}): RunningOperator {
+  const controller = new AbortController();
+  const signal = options.signal
+    ? AbortSignal.any([options.signal, controller.signal])
+    : controller.signal;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const done = operator({ ...options, signal, onReady: markReady });
+  done.catch(() => markReady());
+  const stop = async () => {
+    controller.abort(new Error("Stop requested"));
+    await done;
+  };
+  return { ready, done, stop, [Symbol.asyncDispose]: stop };
+}
+
+/**
+ * Runs an operator until SIGINT or SIGTERM (a second signal exits at once).
+ * @param options As for {@link operator}.
+ * @returns Resolves after a clean stop.
+ */
+export async function run(options: OperatorOptions = {}): Promise<void> {
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) Deno.exit(130);
+    controller.abort(new Error("Signal received"));
+  };
+  const names: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  for (const name of names) Deno.addSignalListener(name, onSignal);
+  try {
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, controller.signal])
+      : controller.signal;
+    await operator({ ...options, signal });
+  } finally {
+    for (const name of names) Deno.removeSignalListener(name, onSignal);
+  }
+}
