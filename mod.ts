@@ -19,10 +19,14 @@
 
 export { on } from "./core/api/on.ts";
 export type {
+  Changing,
   ChangingOptions,
+  Default,
   DeleteOptions,
+  Eventing,
   FieldOptions,
   HandlerOptions,
+  On,
   ResumeOptions,
   UpdateOptions,
 } from "./core/api/on.ts";
@@ -73,7 +77,19 @@ export {
   type ValueFilter,
   type WhenCallback,
 } from "./core/intents/filters.ts";
-export type { Reason } from "./core/intents/handlers.ts";
+export type {
+  Activity,
+  ActivityHandler,
+  BaseHandler,
+  ChangingHandler,
+  HandlerFn,
+  Reason,
+  Registration,
+  ResourceHandler,
+  RetriedHandler,
+  SpawningHandler,
+  WatchingHandler,
+} from "./core/intents/handlers.ts";
 export {
   getDefaultRegistry,
   OperatorRegistry,
@@ -81,33 +97,114 @@ export {
 } from "./core/intents/registries.ts";
 export { EVERYTHING, type ResourceSpec, type SelectorFields } from "./core/intents/selectors.ts";
 export {
+  type AdmissionSettings,
+  type BackgroundSettings,
   createSettings,
   DEFAULT_FINALIZER,
+  type ExecutionSettings,
   type LogLevel,
+  type NetworkingSettings,
   type OperatorSettings,
+  type PeeringSettings,
+  type PersistenceSettings,
+  type PostingSettings,
+  type ProcessSettings,
+  type QueueingSettings,
+  type ScanningSettings,
+  type WatchingSettings,
 } from "./core/settings/settings.ts";
 export {
   AnnotationsProgressStorage,
+  type AnnotationsProgressStorageOptions,
   MultiProgressStorage,
+  type ProgressFetchArgs,
+  type ProgressPurgeArgs,
   type ProgressRecord,
   ProgressStorage,
+  type ProgressStoreArgs,
+  type ProgressTouchArgs,
   SmartProgressStorage,
+  type SmartProgressStorageOptions,
   StatusProgressStorage,
+  type StatusProgressStorageOptions,
 } from "./core/settings/progress.ts";
 export {
   AnnotationsDiffBaseStorage,
+  type AnnotationsDiffBaseStorageOptions,
+  type DiffBaseBuildArgs,
+  type DiffBaseFetchArgs,
   DiffBaseStorage,
+  type DiffBaseStorageOptions,
+  type DiffBaseStoreArgs,
+  type Essence,
   MultiDiffBaseStorage,
   StatusDiffBaseStorage,
+  type StatusDiffBaseStorageOptions,
 } from "./core/settings/diffbase.ts";
+export type { AnnotationKeys, AnnotationKeysOptions } from "./core/settings/conventions.ts";
 export { type Diff, type DiffItem, type DiffOperation } from "./core/structs/diffs.ts";
-export { Patch } from "./core/structs/patches.ts";
+export type { FieldPath, FieldSpec, JsonObject, JsonValue, Mapping } from "./core/structs/dicts.ts";
+export {
+  type JsonPatchOp,
+  Patch,
+  type PatchRequests,
+  type PatchRequestsOptions,
+} from "./core/structs/patches.ts";
 export type { KubeList, KubeObject, ObjectMeta, OwnerReference } from "./core/structs/objects.ts";
 export type { Resource } from "./core/structs/resources.ts";
 export { type ConnectOptions, KubeClient } from "./core/client/client.ts";
-export { KubeApi } from "./core/client/api.ts";
-export { autoConfigure, ConfigError, loadInCluster, loadKubeconfig } from "./core/client/config.ts";
+export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core/client/http.ts";
+export type { BackoffOptions } from "./core/util/backoff.ts";
+export {
+  type CallOptions,
+  type DeleteOptions as ApiDeleteOptions,
+  KubeApi,
+  type ListOptions,
+  type PatchOptions,
+  type PatchType,
+  type ResourceRef,
+  type WatchOptions,
+} from "./core/client/api.ts";
+export type { Discovery, DiscoveryOptions } from "./core/client/discovery.ts";
+export {
+  autoConfigure,
+  type AutoConfigureOptions,
+  ConfigError,
+  type EnvironmentOptions,
+  type InClusterOptions,
+  type KubeconfigOptions,
+  loadInCluster,
+  loadKubeconfig,
+  type ReadFileFn,
+} from "./core/client/config.ts";
 export type { ConnectionInfo, Credentials } from "./core/client/connection.ts";
-export { ApiError, TransportError } from "./core/client/errors.ts";
-export { RequestCounters } from "./core/client/counters.ts";
-export { objectEvents, watcher, type WatcherEvent } from "./core/client/watching.ts";
+export {
+  ApiError,
+  type RequestInfo,
+  type StatusDetails,
+  TransportError,
+} from "./core/client/errors.ts";
+export { RequestCounters, type RequestKey, type Verb } from "./core/client/counters.ts";
+export {
+  type ObjectEvent,
+  objectEvents,
+  watcher,
+  type WatcherEvent,
+  type WatcherOptions,
+} from "./core/client/watching.ts";
+export { ActivityError } from "./core/engines/activities.ts";
+export type { ActivityContext } from "./core/intents/contexts.ts";
+export type { Activating, ActivityOptions } from "./core/api/on.ts";
+export {
+  daemon,
+  type DaemonOptions,
+  type Spawned,
+  type SpawningOptions,
+  timer,
+  type TimerOptions,
+} from "./core/api/spawning.ts";
+export type { SpawnedContext, StoppingReason } from "./core/engines/daemons.ts";
+export { index, type Indexing, type IndexOptions } from "./core/api/indexing.ts";
+export { Index, Store } from "./core/engines/indexing.ts";
+export type { IndexView } from "./core/intents/contexts.ts";
+export { run, type RunningOperator, start } from "./core/api/embedding.ts";
