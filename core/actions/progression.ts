@@ -165,7 +165,15 @@ export class ProgressState {
     switch (outcome.kind) {
       case "success":
       case "ignored":
-        next = { ...s, retries, success: true, stopped: now, delayed: undefined, subrefs: refs };
+        next = {
+          ...s,
+          retries,
+          success: true,
+          stopped: now,
+          delayed: undefined,
+          message: undefined,
+          subrefs: refs,
+        };
         if (outcome.kind === "ignored") next = { ...next, message: outcome.error.message };
         break;
       case "permanent":

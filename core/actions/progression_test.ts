@@ -309,7 +309,7 @@ Deno.test("ProgressState.store() writes only the records that changed (SUB-02)",
       annotations: {
         [KEY("b")]: `{"started":"${TS0}","stopped":"${
           ts(5)
-        }","purpose":"create","retries":2,"success":true,"failure":false,"message":"x"}`,
+        }","purpose":"create","retries":2,"success":true,"failure":false}`,
       },
     },
   });

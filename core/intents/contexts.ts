@@ -18,7 +18,9 @@ export interface IndexView {
   /** Number of keys. */
   readonly size: number;
   /** The values under a key (any JSON value; tuples as arrays), if any. */
-  get(key: unknown): Iterable<unknown> & { readonly size: number; toArray(): unknown[] } | undefined;
+  get(
+    key: unknown,
+  ): Iterable<unknown> & { readonly size: number; toArray(): unknown[] } | undefined;
   /** Whether a key has values. */
   has(key: unknown): boolean;
   /** The keys. */

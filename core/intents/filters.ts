@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type FieldPath, resolve } from "../structs/dicts.ts";
+import { deepEqual, type FieldPath, resolve } from "../structs/dicts.ts";
 
 /** Marker: the label, annotation or field must be present (any value, even empty). */
 export const PRESENT: unique symbol = Symbol.for("kopf.PRESENT");
@@ -52,7 +52,7 @@ export function matchValue(filter: ValueFilter, value: unknown, context: unknown
   if (typeof filter === "function") {
     return Boolean((filter as ValueCallback<unknown>)(absent ? undefined : value, context));
   }
-  return !absent && JSON.stringify(filter) === JSON.stringify(value);
+  return !absent && deepEqual(filter, value);
 }
 
 /**

@@ -18,8 +18,8 @@ import type {
   Activity,
   ActivityHandler,
   ChangingHandler,
-  Registration,
   IndexingHandler,
+  Registration,
   ResourceHandler,
   SpawningHandler,
   WatchingHandler,
@@ -38,9 +38,13 @@ export class OperatorRegistry {
    * @throws {Error} when another function has the same id for the same activity.
    */
   registerActivity(handler: ActivityHandler): ActivityHandler {
-    const same = this.#activities.find((h) => h.activity === handler.activity && h.id === handler.id);
+    const same = this.#activities.find((h) =>
+      h.activity === handler.activity && h.id === handler.id
+    );
     if (same && same.fn !== handler.fn) {
-      throw new Error(`Duplicate ${handler.activity} handler id '${handler.id}'; give one of them a distinct id`);
+      throw new Error(
+        `Duplicate ${handler.activity} handler id '${handler.id}'; give one of them a distinct id`,
+      );
     }
     if (!same) this.#activities.push(handler);
     return handler;
@@ -76,6 +80,9 @@ export class OperatorRegistry {
         if (existing.handler.reason === handler.reason) return handler; // the same registration twice
         continue; // e.g. one function for create and resume: deduplicated at matching time
       }
+      if (existing.handler.fn === handler.fn && existing.handler.kind !== "changing") {
+        return handler; // the same twice
+      }
       if (existing.handler.fn !== handler.fn) {
         throw new Error(
           `Duplicate handler id '${handler.id}'; give one of the handlers a distinct id`,
@@ -93,7 +100,9 @@ export class OperatorRegistry {
 
   /** The ids of all index handlers (the names of the indices). */
   indexIds(): string[] {
-    const ids = this.#registrations.filter((r) => r.handler.kind === "indexing").map((r) => r.handler.id);
+    const ids = this.#registrations.filter((r) => r.handler.kind === "indexing").map((r) =>
+      r.handler.id
+    );
     return [...new Set(ids)];
   }
 
@@ -221,6 +230,9 @@ function reasonMatches(handler: ChangingHandler, cause: ChangingCause, body: Kub
   if (reason === "noop" || reason === "free" || reason === "gone") return false;
   if (handler.reason === undefined) return reason === "create" || reason === "update";
   if (handler.reason === "resume") {
+    // Resume handlers mix into the first update of this process; with `deleted`, also into
+    // the first deletion cycle of an object that was already being deleted at start.
+    if (reason === "delete") return Boolean(handler.deleted && cause.initial);
     const resumable = reason === "resume" || (reason === "update" && cause.initial);
     return resumable && (handler.deleted || !isDeletionRequested(body));
   }

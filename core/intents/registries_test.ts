@@ -147,15 +147,8 @@ Deno.test("OperatorRegistry.register() allows the same id for different selector
   assert.equal(registry.selectors().length, 2);
 });
 
-// BUG: registries.ts OperatorRegistry.register() (the loop at lines 67-85) returns early for an
-// identical registration only when both handlers are "changing"; an identical on.event
-// registration (same function, same id, same selector) falls through and is pushed again, so
-// processing.ts runWatchingHandlers() invokes the handler twice per event. Kopf de-duplicates all
-// handlers by (function, id). Fix: in register(), `if (existing.handler.fn === handler.fn &&
-// existing.handler.kind === "watching") return handler;` (and/or dedupe by (fn, id) in handlersFor).
 Deno.test({
   name: "OperatorRegistry.register() dedupes an identical on.event registration (RSPEC-11)",
-  ignore: true,
   fn() {
     const registry = new OperatorRegistry();
     const fn = function watch_fn() {};
@@ -307,17 +300,9 @@ Deno.test("matchChangingHandlers() does not resume an object found being deleted
   assert.deepEqual(ids(matchChangingHandlers(handlers, cause, body, contextFor)), ["delete_fn"]);
 });
 
-// BUG: registries.ts reasonMatches() (lines 219-227) accepts resume handlers only for "resume"
-// and initial "update" causes. An object that the operator finds already marked for deletion gets
-// the "delete" cause (causes.ts checks deletion first), so a resume handler with `deleted: true`
-// never runs — the `handler.deleted || !isDeletionRequested(body)` check is unreachable in practice.
-// Kopf's docs (003:1508-1521): "In that case, both the deletion and resuming handlers will be
-// invoked." Fix: in reasonMatches(), for handler.reason === "resume" also accept
-// `reason === "delete" && cause.initial && handler.deleted`.
 Deno.test({
   name:
     "matchChangingHandlers() runs resume(deleted=true) with delete handlers at start (HK-CHG-11, OPT-14)",
-  ignore: true,
   fn() {
     const registry = new OperatorRegistry();
     on.resume(SPEC, { registry, deleted: true }, function deleted_resume() {});

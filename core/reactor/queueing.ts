@@ -62,6 +62,9 @@ class ObjectWorker {
     this.done = this.#run();
   }
 
+  /** Set once the object's DELETED event was processed: its memory can go. */
+  gone = false;
+
   push(event: ObjectEvent): void {
     this.pending = event;
     this.#wake?.();
@@ -135,7 +138,10 @@ class ObjectWorker {
         await sleep(delay * 1000, deps.signal).catch(() => {});
         continue;
       }
-      if (event.type === "DELETED") break;
+      if (event.type === "DELETED") {
+        this.gone = true;
+        break;
+      }
       current = result.body ? { type: "MODIFIED", body: result.body } : event;
       this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
@@ -177,9 +183,7 @@ export class ObjectQueue {
     this.#workers.set(key, started);
     started.done.finally(() => {
       if (this.#workers.get(key) === started) this.#workers.delete(key);
-      if (event.type === "DELETED" || started.pending?.type === "DELETED") {
-        this.#memories.delete(key);
-      }
+      if (started.gone || started.pending?.type === "DELETED") this.#memories.delete(key);
       if (started.pending && !this.deps.signal.aborted) {
         // An event arrived as the worker was exiting: start a new one for it.
         const again = started.pending;
@@ -187,7 +191,6 @@ export class ObjectQueue {
         this.push(again);
       }
     });
-    if (event.type === "DELETED") started.done.finally(() => this.#memories.delete(key));
   }
 
   #wake(key: string): void {
@@ -218,6 +221,8 @@ export class ObjectQueue {
    */
   async drain(timeoutSeconds: number): Promise<void> {
     const all = Promise.allSettled([...this.#workers.values()].map((w) => w.done));
-    await Promise.race([all, sleep(timeoutSeconds * 1000).catch(() => {})]);
+    const timeout = new AbortController();
+    await Promise.race([all, sleep(timeoutSeconds * 1000, timeout.signal).catch(() => {})]);
+    timeout.abort();
   }
 }
