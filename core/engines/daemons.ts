@@ -146,6 +146,7 @@ export class Spawner {
 
   /** Whether any handler matches the object now (so the finalizer is wanted). */
   wants(handlers: readonly SpawningHandler[], body: KubeObject): boolean {
+    this.#body = body;
     return handlers.some((h) =>
       !this.#finished.has(h.id) &&
       matchesBodyFilters(h, body, this.#deps.context(h, this.#deps.signal))

@@ -132,7 +132,8 @@ export async function processEvent(
   const settings = deps.settings.persistence;
   const extra = extraEssenceFields(deps.changing);
   const essence = settings.diffbaseStorage.build({ body, extraFields: extra });
-  const spawner = adjustSpawned(deps, memory, body, essence, deleted);
+  const spawner = spawnerOf(deps, memory, body);
+  if (deleted) spawner?.adjust(deps.spawning, body, { deleted: true, changed: false });
   if ((deps.changing.length === 0 && !spawner) || deleted) {
     return await finish(deps, body, patch, undefined);
   }
@@ -154,6 +155,8 @@ export async function processEvent(
     }
     return await finish(deps, body, patch, 0);
   }
+  // Daemons and timers start only once the finalizer protects them (the cycle above).
+  if (spawner) adjustSpawned(spawner, deps, memory, body, essence);
 
   const old = settings.diffbaseStorage.fetch({ body }) ?? undefined;
   const cause = detectChangingCause({
@@ -338,13 +341,11 @@ function describe(body: KubeObject): string {
   return meta.namespace ? `${meta.namespace}/${meta.name}` : `${meta.name}`;
 }
 
-/** Spawns and stops the object's daemons and timers; returns its spawner if it has any. */
-function adjustSpawned(
+/** The object's spawner of daemons and timers, if the resource has any. */
+function spawnerOf(
   deps: ProcessingDeps,
   memory: ObjectMemory,
   body: KubeObject,
-  essence: Record<string, unknown>,
-  deleted: boolean,
 ): Spawner | undefined {
   if (deps.spawning.length === 0) return undefined;
   const spawner: Spawner = memory.spawner ??= new Spawner({
@@ -365,9 +366,19 @@ function adjustSpawned(
     wake: memory.wake,
     signal: deps.signal,
   });
+  return spawner;
+}
+
+/** Spawns and stops the object's daemons and timers to match the object. */
+function adjustSpawned(
+  spawner: Spawner,
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  body: KubeObject,
+  essence: Record<string, unknown>,
+): void {
   const text = JSON.stringify(essence);
   const changed = memory.lastEssence !== undefined && memory.lastEssence !== text;
   memory.lastEssence = text;
-  spawner.adjust(deps.spawning, body, { deleted: deleted || isDeletionRequested(body), changed });
-  return spawner;
+  spawner.adjust(deps.spawning, body, { deleted: isDeletionRequested(body), changed });
 }
