@@ -41,7 +41,8 @@ export async function startOperator(
   const plane = await sharedControlPlane();
   const registry = new OperatorRegistry();
   setup(registry);
-  const client = options.client ?? new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+  const client = options.client ??
+    new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
   const settings = options.settings ?? createSettings({ posting: { aggregationWindow: 0.2 } });
   const logs: LogEntry[] = [];
   const controller = new AbortController();

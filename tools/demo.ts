@@ -42,7 +42,9 @@ let client = await reachable();
 if (client) {
   say(`Using the cluster at ${client.http.connection.server}`);
 } else {
-  say("No cluster answers: starting a local control plane (etcd + kube-apiserver + controller manager)");
+  say(
+    "No cluster answers: starting a local control plane (etcd + kube-apiserver + controller manager)",
+  );
   plane = await ControlPlane.start();
   kubeconfig = plane.kubeconfigPath;
   client = await KubeClient.connect({ kubeconfig });
@@ -57,14 +59,24 @@ for (const doc of parseAllDocuments(await Deno.readTextFile("crds/example.yaml")
 }
 for (let i = 0; i < 100; i++) {
   const crd = await client.api.get(CRD_RESOURCE, "kopfexamples.kopf.dev");
-  const conditions = (crd.status as { conditions?: Array<{ type: string; status: string }> })?.conditions ?? [];
+  const conditions =
+    (crd.status as { conditions?: Array<{ type: string; status: string }> })?.conditions ?? [];
   if (conditions.some((c) => c.type === "Established" && c.status === "True")) break;
   await new Promise((r) => setTimeout(r, 100));
 }
 
 say("Running: kopf run examples/01-minimal/example.ts --verbose -n default");
 const operator = new Deno.Command(Deno.execPath(), {
-  args: ["run", "-A", "cli.ts", "run", "examples/01-minimal/example.ts", "--verbose", "-n", "default"],
+  args: [
+    "run",
+    "-A",
+    "cli.ts",
+    "run",
+    "examples/01-minimal/example.ts",
+    "--verbose",
+    "-n",
+    "default",
+  ],
   env: { KUBECONFIG: kubeconfig },
   stdout: "inherit",
   stderr: "inherit",

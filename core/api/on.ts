@@ -276,7 +276,11 @@ export interface ActivityOptions {
 /** An operator-level handler function. */
 export type Activating = (context: ActivityContext) => unknown;
 
-function registerActivity(activity: Activity, optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating {
+function registerActivity(
+  activity: Activity,
+  optionsOrFn: ActivityOptions | Activating,
+  maybeFn?: Activating,
+): Activating {
   const [options, fn] = split<Activating, ActivityOptions>(optionsOrFn, maybeFn);
   const handler: ActivityHandler = {
     kind: "activity",

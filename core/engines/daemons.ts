@@ -205,17 +205,17 @@ export class Spawner {
 
   #context(task: Task, retry: number, started: Date, signal: AbortSignal): SpawnedContext {
     const stopped = task.stopper.signal;
-    const spawner = this;
+    const latest = () => this.#body;
     const base = this.#deps.context(task.handler, AbortSignal.any([signal, task.canceller.signal]));
     // Live views: even when destructured, they always show the latest version of the object.
-    const body = liveView(() => spawner.#body);
+    const body = liveView(latest);
     return Object.defineProperties({ ...base }, {
       body: { value: body, enumerable: true },
-      spec: { value: liveView(() => spawner.#body.spec), enumerable: true },
-      status: { value: liveView(() => spawner.#body.status), enumerable: true },
-      meta: { value: liveView(() => spawner.#body.metadata), enumerable: true },
-      labels: { value: liveView(() => spawner.#body.metadata?.labels), enumerable: true },
-      annotations: { value: liveView(() => spawner.#body.metadata?.annotations), enumerable: true },
+      spec: { value: liveView(() => latest().spec), enumerable: true },
+      status: { value: liveView(() => latest().status), enumerable: true },
+      meta: { value: liveView(() => latest().metadata), enumerable: true },
+      labels: { value: liveView(() => latest().metadata?.labels), enumerable: true },
+      annotations: { value: liveView(() => latest().metadata?.annotations), enumerable: true },
       stopped: { value: stopped, enumerable: true },
       sleep: { value: (seconds: number) => sleepUnlessStopped(seconds, stopped), enumerable: true },
       retry: { value: retry, enumerable: true },

@@ -22,7 +22,7 @@ import type { OperatorSettings } from "../settings/settings.ts";
 import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
 import type { Semaphore } from "../util/semaphore.ts";
-import { Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
+import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import { Patch } from "../structs/patches.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
