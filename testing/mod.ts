@@ -27,3 +27,4 @@ export {
   type SharedControlPlane,
   sharedControlPlane,
 } from "./control_plane.ts";
+export { KopfRunner, type RunnerOptions } from "./runner.ts";

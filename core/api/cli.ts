@@ -41,10 +41,21 @@ Options:
   -h, --help                Show this help.
 `;
 
-function fail(message: string): ExitCode {
-  console.error(`error: ${message}`);
-  return 1;
+/** How the CLI is embedded (by the testing runner); all optional for the real command line. */
+export interface MainOptions {
+  /** Receives every output line (logs and errors) instead of standard error/output. */
+  readonly write?: (line: string) => void;
+  /** Stops the operator (instead of SIGINT/SIGTERM, which are then not listened to). */
+  readonly signal?: AbortSignal;
+  /** Called when the operator is ready (all served resources listed once). */
+  readonly onReady?: () => void;
+  /** Import handler files anew even if this process imported them before. */
+  readonly freshImports?: boolean;
+  /** Kubeconfig file to use unless `--kubeconfig` is given. */
+  readonly kubeconfig?: string;
 }
+
+let imports = 0;
 
 function firstLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
@@ -56,7 +67,7 @@ function firstLine(error: unknown): string {
  * @param target A path (relative to the working directory) or a module specifier.
  * @param isModule Whether it was given with `-m` (a specifier rather than a file).
  */
-export async function loadModule(target: string, isModule: boolean): Promise<void> {
+export async function loadModule(target: string, isModule: boolean, fresh = false): Promise<void> {
   const looksLikePath = !/^[a-z][a-z0-9+.-]*:/i.test(target);
   let url: string;
   if (looksLikePath) {
@@ -69,6 +80,8 @@ export async function loadModule(target: string, isModule: boolean): Promise<voi
       }
     }
     url = new URL(`file://${path}`).href;
+    // A query string makes a new module instance, so its registrations run again.
+    if (fresh) url += `?kopf-import=${++imports}`;
   } else url = target;
   await import(url);
 }
@@ -78,10 +91,15 @@ export async function loadModule(target: string, isModule: boolean): Promise<voi
  * @param args Command-line arguments (without the program name).
  * @returns The exit code.
  */
-export async function main(args: readonly string[]): Promise<ExitCode> {
+export async function main(args: readonly string[], options: MainOptions = {}): Promise<ExitCode> {
+  const print = options.write ?? ((line: string) => console.error(line));
+  const fail = (message: string): ExitCode => {
+    print(`error: ${message}`);
+    return 1;
+  };
   const [command, ...rest] = args;
   if (!command || command === "-h" || command === "--help" || command === "help") {
-    console.log(USAGE);
+    (options.write ?? console.log)(USAGE);
     return command ? 0 : 1;
   }
   if (command !== "run") {
@@ -118,7 +136,7 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
   }
   const o = parsed.values;
   if (o.help) {
-    console.log(USAGE);
+    (options.write ?? console.log)(USAGE);
     return 0;
   }
   const namespaces = [...(o.namespace ?? [])];
@@ -144,6 +162,7 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
     format,
     prefix: o["no-log-prefix"] ? false : o["log-prefix"] ?? format !== "json",
     refkey: o["log-refkey"] ?? "object",
+    ...(options.write ? { write: options.write } : {}),
   });
 
   for (
@@ -153,7 +172,7 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
     ]
   ) {
     try {
-      await loadModule(target, isModule);
+      await loadModule(target, isModule, options.freshImports ?? false);
     } catch (error) {
       return fail(`Cannot load handlers from ${target}: ${firstLine(error)}`);
     }
@@ -166,7 +185,11 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
     if (signals > 1) Deno.exit(130); // A second signal: stop waiting for a graceful exit.
     controller.abort(new Error("Signal received"));
   };
-  const listening: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  const listening: Deno.Signal[] = options.signal
+    ? []
+    : Deno.build.os === "windows"
+    ? ["SIGINT"]
+    : ["SIGINT", "SIGTERM"];
   for (const sig of listening) Deno.addSignalListener(sig, onSignal);
   try {
     await operator({
@@ -176,9 +199,14 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
       ...(o.peering ? { peering: o.peering } : {}),
       priority,
       ...(o.liveness ? { liveness: o.liveness } : {}),
-      ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+      ...(o.kubeconfig ?? options.kubeconfig
+        ? { kubeconfig: (o.kubeconfig ?? options.kubeconfig)! }
+        : {}),
       ...(o.context ? { context: o.context } : {}),
-      signal: controller.signal,
+      signal: options.signal
+        ? AbortSignal.any([options.signal, controller.signal])
+        : controller.signal,
+      ...(options.onReady ? { onReady: options.onReady } : {}),
     });
     return 0;
   } catch (error) {
@@ -188,7 +216,7 @@ export async function main(args: readonly string[]): Promise<ExitCode> {
     ) {
       return fail(error.message);
     }
-    console.error(error);
+    print(String(error instanceof Error ? error.stack ?? error.message : error));
     return 1;
   } finally {
     for (const sig of listening) Deno.removeSignalListener(sig, onSignal);

@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { on } from "../core/api/on.ts";
+import { KubeClient } from "../core/client/client.ts";
+import { loadKubeconfig } from "../core/client/config.ts";
+import { CRD_RESOURCE } from "../core/client/discovery.ts";
+import { OperatorRegistry } from "../core/intents/registries.ts";
+import { createTestNamespace, sharedControlPlane } from "./control_plane.ts";
+import { KopfRunner } from "./runner.ts";
+import { parse } from "yaml";
+
+const plane = await sharedControlPlane();
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const KEX = { group: "kopf.dev", version: "v1", plural: "kopfexamples", namespaced: true };
+
+async function client(): Promise<KubeClient> {
+  const c = new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+  await c.api.create(CRD_RESOURCE, parse(await Deno.readTextFile("crds/example.yaml")) as never)
+    .catch(() => {});
+  for (let i = 0; i < 100; i++) {
+    const crd = await c.api.get(CRD_RESOURCE, "kopfexamples.kopf.dev");
+    const conditions =
+      (crd.status as { conditions?: Array<{ type: string; status: string }> })?.conditions ?? [];
+    if (conditions.some((x) => x.type === "Established" && x.status === "True")) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return c;
+}
+
+async function statusOf(c: KubeClient, name: string, namespace: string): Promise<unknown> {
+  for (let i = 0; i < 150; i++) {
+    const obj = await c.api.get(KEX, name, { namespace });
+    if (obj.status) return obj.status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("no status");
+}
+
+Deno.test(
+  "KopfRunner runs `kopf run` in-process with captured output and exit code",
+  opts,
+  async () => {
+    using c = await client();
+    const namespace = await createTestNamespace(plane, "runner");
+    const runner = KopfRunner.start([
+      "run",
+      "--verbose",
+      "-n",
+      namespace,
+      "examples/01-minimal/example.ts",
+    ], {
+      kubeconfig: plane.kubeconfigPath,
+    });
+    await runner.ready;
+    await c.api.create(KEX, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "r1" },
+      spec: {},
+    }, {
+      namespace,
+    });
+    assert.deepEqual(await statusOf(c, "r1", namespace), { create_fn: { message: "hello world" } });
+    await runner.waitFor(/Handler 'create_fn' succeeded/);
+    await runner.stop();
+    assert.equal(runner.exitCode, 0);
+    assert.equal(runner.error, undefined);
+    assert.match(runner.output, /And here we are! Created with spec/);
+  },
+);
+
+Deno.test(
+  "KopfRunner reports a module that cannot be loaded as exit code 1 with one error line",
+  opts,
+  async () => {
+    await using runner = KopfRunner.start(["run", "examples/does-not-exist.ts"], {
+      kubeconfig: plane.kubeconfigPath,
+    });
+    await assert.rejects(runner.ready, /exited before it was ready/);
+    assert.equal(runner.exitCode, 1);
+    assert.deepEqual(runner.lines, [
+      "error: Cannot load handlers from examples/does-not-exist.ts: No such file: examples/does-not-exist.ts",
+    ]);
+  },
+);
+
+Deno.test(
+  "KopfRunner.fromOptions runs a registry and captures object log lines",
+  opts,
+  async () => {
+    using c = await client();
+    const namespace = await createTestNamespace(plane, "runner2");
+    const registry = new OperatorRegistry();
+    on.create("kopfexamples", { registry }, function hello({ logger }) {
+      logger.info("hello from the registry");
+      return 1;
+    });
+    await using runner = KopfRunner.fromOptions({
+      registry,
+      namespaces: [namespace],
+      client: new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] })),
+      standalone: true,
+    });
+    await runner.ready;
+    await c.api.create(KEX, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "r2" },
+      spec: {},
+    }, {
+      namespace,
+    });
+    const line = await runner.waitFor(/hello from the registry/);
+    assert.equal(line, `INFO [${namespace}/r2] hello from the registry`);
+  },
+);
