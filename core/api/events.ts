@@ -80,6 +80,6 @@ export function exception(
   const error = options.error;
   const name = error instanceof Error ? error.name : "Error";
   const detail = error instanceof Error ? error.message : error === undefined ? "" : String(error);
-  const message = [options.message, detail].filter(Boolean).join(": ");
+  const message = [options.message, detail].filter(Boolean).join(" ");
   event(objects, { type: "Error", reason: options.reason || name, message });
 }

@@ -146,7 +146,14 @@ class ObjectWorker {
       this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
       dueIn = result.delay;
-      if (dueIn === 0 && !this.pending) this.pending = current;
+      // After our own write, look at the stored object once more: it may contain someone else's
+      // change made while the cycle ran, whose own watch event is older and will be skipped.
+      // Without an essential change this cycle makes no request at all.
+      // (An event that arrived during the cycle is older than our write when not newer: the
+      // stored object already includes it.)
+      const arrived = this.pending as ObjectEvent | undefined; // may have been set during the cycle
+      const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, processedVersion);
+      if ((dueIn === 0 || result.body) && (!arrived || stale)) this.pending = current;
     }
   }
 }
