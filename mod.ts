@@ -83,6 +83,7 @@ export type {
   BaseHandler,
   ChangingHandler,
   HandlerFn,
+  IndexingHandler,
   Reason,
   Registration,
   ResourceHandler,

@@ -170,7 +170,12 @@ export interface SharedControlPlane extends ClusterAccess {
   readonly external: boolean;
   /** Compacts etcd to its current revision (see {@link ControlPlane.compact}). */
   compact(): Promise<void>;
-  /** The tails of the component logs, for messages of failing tests. */
+  /**
+   * The tails of the component logs, for messages of failing tests.
+   *
+   * @param lines How many lines of each log.
+   * @returns The tails, one section per component.
+   */
   logs(lines?: number): string;
 }
 
@@ -236,6 +241,8 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
    * serve. Fails with the tails of the component logs if they don't within `startTimeoutMs`,
    * and with a hint to run `tools/kube-binaries.sh` if the binaries are missing.
    *
+   * @param options Binaries, components, watch cache, directories, timeouts, signal.
+   * @returns The running plane.
    * @example
    * ```ts
    * import { ControlPlane } from "./control_plane.ts";
@@ -324,6 +331,8 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
    * kube-controller-manager) — put them into the message of a failing test.
    * After {@link stop}, returns what the logs held at that time.
    *
+   * @param lines How many lines of each log.
+   * @returns The tails, one section per component.
    * @example
    * ```ts
    * import { ControlPlane } from "./control_plane.ts";
@@ -1050,6 +1059,8 @@ function unbase64(data: string): string {
  * with `410 Gone` — if it is served from etcd, not from the apiserver's watch cache (see
  * {@link ControlPlaneOptions.uncachedResources}).
  *
+ * @param etcdUrl etcd's client URL, e.g. `http://127.0.0.1:2379`.
+ * @returns The revision compacted to.
  * @example
  * ```ts
  * import { ControlPlane, compactEtcd } from "./control_plane.ts";
@@ -1194,6 +1205,8 @@ let shared: Promise<SharedControlPlane> | undefined;
  * (`const plane = await sharedControlPlane();`) or disable `sanitizeOps`/`sanitizeResources`
  * for that test.
  *
+ * @param options Options for a plane started by this process (ignored for an external one).
+ * @returns The shared plane.
  * @example
  * ```ts
  * import { createTestNamespace, sharedControlPlane } from "./control_plane.ts";
@@ -1260,6 +1273,9 @@ async function apiRequest(
  * Creates a namespace with a unique name (`<prefix>-<random>`, at most 63 characters,
  * labelled `app.kubernetes.io/created-by=kopf-ts-testing`) and returns its name.
  *
+ * @param access The plane (or any server, CA and admin token).
+ * @param prefix Start of the name; cleaned to a valid name.
+ * @returns The name of the new namespace.
  * @example
  * ```ts
  * import { createTestNamespace, deleteNamespace, sharedControlPlane } from "./control_plane.ts";
@@ -1315,6 +1331,9 @@ export interface DeleteNamespaceOptions {
 /**
  * Deletes a namespace (a missing one is fine), optionally waiting until it is gone.
  *
+ * @param access The plane (or any server, CA and admin token).
+ * @param name The namespace.
+ * @param options Whether and how long to wait until it is gone.
  * @example
  * ```ts
  * import { ControlPlane, createTestNamespace, deleteNamespace } from "./control_plane.ts";

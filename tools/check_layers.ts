@@ -46,7 +46,8 @@ async function* walk(dir: string): AsyncGenerator<string> {
   }
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
 const problems: string[] = [];
 
 for await (const path of walk(root.replace(/\/$/, ""))) {

@@ -241,17 +241,39 @@ export interface On {
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
     maybeFn?: Eventing<S, T>,
   ): Eventing<S, T>;
-  /** Runs at operator start, before anything talks to the cluster; a permanent failure stops the operator. */
+  /**
+   * Runs at operator start, before anything talks to the cluster; a permanent failure stops the operator.
+   *
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   startup(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
-  /** Runs when the operator stops (by signal, error or request); not guaranteed to finish. */
+  /**
+   * Runs when the operator stops (by signal, error or request); not guaranteed to finish.
+   *
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   cleanup(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
   /**
    * Provides cluster credentials: return a `ConnectionInfo` (or null to pass). Re-run when the
    * API server rejects the credentials (401). Without login handlers, the kubeconfig or the
    * in-cluster service account is used.
+   *
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
    */
   login(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
-  /** Contributes its result (by id) to the liveness endpoint's JSON. */
+  /**
+   * Contributes its result (by id) to the liveness endpoint's JSON.
+   *
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
   probe(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
 }
 

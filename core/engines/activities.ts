@@ -22,6 +22,8 @@ export class ActivityError extends Error {
   readonly outcomes: ReadonlyMap<string, Error>;
 
   /**
+   * Creates the error from the failed handlers' outcomes; the message lists each of them.
+   *
    * @param activity Which activity failed.
    * @param outcomes The failed handlers' errors, by id.
    */

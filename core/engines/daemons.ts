@@ -40,7 +40,12 @@ export type StoppingReason =
 export interface SpawnedContext extends ResourceContext {
   /** Aborted when the task should stop (its reason tells why); poll it or await it. */
   readonly stopped: AbortSignal;
-  /** Sleeps for `seconds` or until stopped; resolves `true` if stopped. */
+  /**
+   * Sleeps for `seconds` or until stopped; resolves `true` if stopped.
+   *
+   * @param seconds How long to sleep.
+   * @returns `true` if the task was stopped meanwhile, else `false`.
+   */
   sleep(seconds: number): Promise<boolean>;
   /** Attempts made before this one (0 on the first). */
   readonly retry: number;

@@ -25,7 +25,11 @@ import type { KubeObject } from "../structs/objects.ts";
 export class Store implements Iterable<unknown> {
   #values: Map<string, unknown[]>; // by object key
 
-  /** @param values Values by object key (owned by the index). */
+  /**
+   * Creates a store over the index's values of one key; indices create these, not users.
+   *
+   * @param values Values by object key (owned by the index).
+   */
   constructor(values: Map<string, unknown[]>) {
     this.#values = values;
   }
@@ -42,7 +46,11 @@ export class Store implements Iterable<unknown> {
     for (const list of this.#values.values()) yield* list;
   }
 
-  /** The values as an array. */
+  /**
+   * The values as an array.
+   *
+   * @returns A new array of the values.
+   */
   toArray(): unknown[] {
     return [...this];
   }
@@ -63,28 +71,51 @@ export class Index {
     return this.#data.size;
   }
 
-  /** The store of a key, if it has values. */
+  /**
+   * The store of a key, if it has values.
+   *
+   * @param key The key (any JSON value; tuples as arrays).
+   * @returns The store, or `undefined` when the key has no values.
+   */
   get(key: unknown): Store | undefined {
     const values = this.#data.get(keyText(key));
     return values ? new Store(values) : undefined;
   }
 
-  /** Whether a key has values. */
+  /**
+   * Whether a key has values.
+   *
+   * @param key The key (any JSON value; tuples as arrays).
+   * @returns Whether it has values.
+   */
   has(key: unknown): boolean {
     return this.#data.has(keyText(key));
   }
 
-  /** The keys. */
+  /**
+   * The keys.
+   *
+   * @returns A new array of the keys.
+   */
   keys(): unknown[] {
     return [...this.#keys.values()];
   }
 
-  /** Key and store pairs. */
+  /**
+   * Key and store pairs.
+   *
+   * @returns A new array of `[key, store]` pairs.
+   */
   entries(): Array<[unknown, Store]> {
     return [...this.#data].map(([text, values]) => [this.#keys.get(text), new Store(values)]);
   }
 
-  /** Internal: replaces everything one object contributes. */
+  /**
+   * Internal: replaces everything one object contributes.
+   *
+   * @param objectKey The object (its uid or namespace/name).
+   * @param pairs Its new key and value pairs.
+   */
   replace(objectKey: string, pairs: ReadonlyArray<readonly [unknown, unknown]>): void {
     this.remove(objectKey);
     for (const [key, value] of pairs) {
@@ -101,7 +132,11 @@ export class Index {
     }
   }
 
-  /** Internal: removes everything one object contributes. */
+  /**
+   * Internal: removes everything one object contributes.
+   *
+   * @param objectKey The object (its uid or namespace/name).
+   */
   remove(objectKey: string): void {
     for (const [text, byObject] of this.#data) {
       if (byObject.delete(objectKey) && byObject.size === 0) {

@@ -17,13 +17,27 @@ import type { Reason } from "./handlers.ts";
 export interface IndexView {
   /** Number of keys. */
   readonly size: number;
-  /** The values under a key (any JSON value; tuples as arrays), if any. */
+  /**
+   * The values under a key (any JSON value; tuples as arrays), if any.
+   *
+   * @param key The key (any JSON value; tuples as arrays).
+   * @returns The values, or `undefined` when the key has none.
+   */
   get(
     key: unknown,
   ): Iterable<unknown> & { readonly size: number; toArray(): unknown[] } | undefined;
-  /** Whether a key has values. */
+  /**
+   * Whether a key has values.
+   *
+   * @param key The key (any JSON value; tuples as arrays).
+   * @returns Whether it has values.
+   */
   has(key: unknown): boolean;
-  /** The keys. */
+  /**
+   * The keys.
+   *
+   * @returns The keys.
+   */
   keys(): unknown[];
 }
 
@@ -113,7 +127,7 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
    * Declares a sub-handler (run after this handler returns, or by `execute()`).
    *
    * @param fn The sub-handler function; it gets the same kind of context.
-   * @param options Id, error mode, timeout, retries, backoff, param.
+   * @param options Id, error mode, timeout, retries, backoff, param, and filters.
    */
   subhandler(
     fn: (context: ChangingContext<Spec, Status>) => unknown,

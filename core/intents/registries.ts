@@ -98,7 +98,11 @@ export class OperatorRegistry {
     return this.#registrations;
   }
 
-  /** The ids of all index handlers (the names of the indices). */
+  /**
+   * The ids of all index handlers (the names of the indices).
+   *
+   * @returns The ids, in declaration order.
+   */
   indexIds(): string[] {
     const ids = this.#registrations.filter((r) => r.handler.kind === "indexing").map((r) =>
       r.handler.id
