@@ -15,7 +15,7 @@ import type { KubeApi, ResourceRef } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
 import type { JsonObject } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import type { JsonPatchOp, Patch } from "../structs/patches.ts";
+import { type JsonPatchOp, Patch } from "../structs/patches.ts";
 
 /** What happened when a patch was applied. */
 export type Application =
@@ -42,34 +42,85 @@ export async function applyPatch(
   signal?: AbortSignal,
 ): Promise<Application> {
   if (patch.isEmpty) return { state: "unchanged" };
+  try {
+    return await send(api, resource, body, patch, signal);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 404) return { state: "gone" };
+    if (
+      !(error instanceof ApiError && (error.code === 409 || error.code === 422) &&
+        patch.jsonOps.length)
+    ) throw error;
+    // The finalizer list changed meanwhile (another controller): re-read the object and apply
+    // the same changes once more against it, so the cycle's outcomes are not lost.
+    let fresh: KubeObject;
+    try {
+      fresh = await api.get(resource, body.metadata?.name ?? "", {
+        namespace: body.metadata?.namespace,
+        signal,
+      });
+    } catch (again) {
+      if (again instanceof ApiError && again.code === 404) return { state: "gone" };
+      throw again;
+    }
+    const retry = new Patch(patch.body);
+    for (const intent of finalizerIntents(patch)) {
+      if (intent.add) retry.addFinalizer(fresh, intent.add);
+      else retry.removeFinalizer(fresh, intent.remove!);
+    }
+    try {
+      return await send(api, resource, fresh, retry, signal);
+    } catch (second) {
+      if (second instanceof ApiError && second.code === 404) return { state: "gone" };
+      if (second instanceof ApiError && (second.code === 409 || second.code === 422)) {
+        return { state: "conflict", error: second };
+      }
+      throw second;
+    }
+  }
+}
+
+async function send(
+  api: KubeApi,
+  resource: ResourceRef & { readonly subresources: readonly string[] },
+  body: KubeObject,
+  patch: Patch,
+  signal?: AbortSignal,
+): Promise<Application> {
   const statusSubresource = resource.subresources.includes("status");
   const requests = patch.toRequests({ statusSubresource });
   const name = body.metadata?.name ?? "";
   const namespace = body.metadata?.namespace;
   let latest: KubeObject | undefined;
-  try {
-    if (requests.json) {
-      const ops: JsonPatchOp[] = [...requests.json];
-      if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
-      latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
-    } else if (requests.merge) {
-      latest = await api.patch(resource, name, requests.merge, { namespace, signal });
-    }
-    if (requests.statusMerge) {
-      latest = await api.patch(resource, name, requests.statusMerge, {
-        namespace,
-        subresource: "status",
-        signal,
-      });
-    }
-  } catch (error) {
-    if (error instanceof ApiError && error.code === 404) return { state: "gone" };
-    if (error instanceof ApiError && (error.code === 409 || error.code === 422) && requests.json) {
-      return { state: "conflict", error };
-    }
-    throw error;
+  if (requests.json) {
+    const ops: JsonPatchOp[] = [...requests.json];
+    if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
+    latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
+  } else if (requests.merge) {
+    latest = await api.patch(resource, name, requests.merge, { namespace, signal });
+  }
+  if (requests.statusMerge) {
+    latest = await api.patch(resource, name, requests.statusMerge, {
+      namespace,
+      subresource: "status",
+      signal,
+    });
   }
   return latest ? { state: "applied", body: latest } : { state: "unchanged" };
+}
+
+/** What the finalizer operations of a patch intend: names added and removed. */
+function finalizerIntents(patch: Patch): Array<{ add?: string; remove?: string }> {
+  const intents: Array<{ add?: string; remove?: string }> = [];
+  for (const op of patch.jsonOps) {
+    if (op.op === "add" && op.path === "/metadata/finalizers") {
+      intents.push({ add: (op.value as string[])[0]! });
+    } else if (op.op === "add" && op.path === "/metadata/finalizers/-") {
+      intents.push({ add: op.value as string });
+    } else if (op.op === "test" && /^\/metadata\/finalizers\/\d+$/.test(op.path)) {
+      intents.push({ remove: op.value as string });
+    }
+  }
+  return intents;
 }
 
 /** JSON-patch operations that have the effect of a merge patch on a known body. */

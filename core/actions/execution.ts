@@ -172,6 +172,10 @@ export async function execute(
   }
   try {
     const result = await attempt(controller.signal);
+    // A handler that ignored its aborted signal and finished late has still timed out.
+    if (controller.signal.aborted && controller.signal.reason instanceof HandlerTimeoutError) {
+      return { kind: "permanent", error: controller.signal.reason };
+    }
     return { kind: "success", result };
   } catch (thrown) {
     const error = thrown instanceof Error ? thrown : new Error(String(thrown));

@@ -8,7 +8,7 @@
  * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us.
  * Errors are yielded, not thrown, and retried with backoff and jitter.
  *
- * {@link objectEvents} folds a relist into the stream: unchanged objects are not repeated and
+ * {@link objectEvents} folds a relist into the stream: unchanged objects are flagged and
  * objects that vanished while the watch was broken are reported as deleted.
  * @module
  */
@@ -251,6 +251,8 @@ export type ObjectEvent =
     readonly initial: boolean;
     /** The raw watch type; `null` when reported by a (re)listing. */
     readonly raw: "ADDED" | "MODIFIED" | null;
+    /** Re-reported by a relist although unchanged since it was last seen. */
+    readonly unchanged?: boolean;
   }
   | { readonly type: "delete"; readonly object: KubeObject };
 
@@ -259,8 +261,8 @@ function keyOf(object: KubeObject): string {
 }
 
 /**
- * Turns watcher events into per-object events: relists repeat nothing that was already seen at
- * the same resourceVersion, and objects missing from a relist are reported as deleted, so no
+ * Turns watcher events into per-object events: objects a relist reports at an already seen
+ * resourceVersion are flagged `unchanged` (so consumers can skip repeated work), and objects missing from a relist are reported as deleted, so no
  * change is lost across `410 Gone`. Errors and bookmarks are passed to `onOther` if given.
  *
  * @param events A {@link watcher} stream.
@@ -287,7 +289,13 @@ export async function* objectEvents(
         known.set(key, event.object);
         const same = before?.metadata?.resourceVersion === event.object.metadata?.resourceVersion &&
           before?.metadata?.uid === event.object.metadata?.uid;
-        if (!same) yield { type: "apply", object: event.object, initial: firstList, raw: null };
+        yield {
+          type: "apply",
+          object: event.object,
+          initial: firstList,
+          raw: null,
+          ...(same ? { unchanged: true } : {}),
+        };
         break;
       }
       case "initDone":

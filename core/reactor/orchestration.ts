@@ -318,6 +318,14 @@ export class Orchestrator {
             logger.forObject(event.object, { local: true }),
           );
         }
+        // Unchanged objects of a relist matter only to raw-event handlers (they see every
+        // listing, as in Kopf); for the rest, a relist repeats no work.
+        if (event.type === "apply" && event.unchanged) {
+          if (handlers.watching.length) {
+            queue.push({ type: null, body: event.object, forced: true });
+          }
+          continue;
+        }
         queue.push({ type: event.type === "delete" ? "DELETED" : event.raw, body: event.object });
       }
     } finally {

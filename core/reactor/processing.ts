@@ -33,7 +33,8 @@ import {
   requiresFinalizer,
 } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { isMapping } from "../structs/dicts.ts";
+import { isMapping, resolve } from "../structs/dicts.ts";
+import { reduce } from "../structs/diffs.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
@@ -88,6 +89,11 @@ export interface ObjectEvent {
   readonly type: "ADDED" | "MODIFIED" | "DELETED" | null;
   /** Process even if this version was processed already (internal wake-ups). */
   readonly forced?: boolean;
+  /**
+   * Not a watch event but the operator's own re-look (after its write, after a delay, on a
+   * wake-up): raw-event handlers are not called for it, so their results cannot loop.
+   */
+  readonly internal?: boolean;
   /** The object. */
   readonly body: KubeObject;
 }
@@ -128,7 +134,7 @@ export async function processEvent(
   await deps.readiness?.wait(deps.signal);
   if (deps.signal.aborted) return {};
 
-  await runWatchingHandlers(deps, memory, event, patch);
+  if (!event.internal) await runWatchingHandlers(deps, memory, event, patch);
   const settings = deps.settings.persistence;
   const extra = extraEssenceFields(deps.changing);
   const essence = settings.diffbaseStorage.build({ body, extraFields: extra });
@@ -158,6 +164,15 @@ export async function processEvent(
   // Daemons and timers start only once the finalizer protects them (the cycle above).
   if (spawner) adjustSpawned(spawner, deps, memory, body, essence);
 
+  // Stealth: objects that no changing handler's filters match get no state at all (no
+  // diff-base, no progress, no logs); when they start matching, they are created (FLT-17).
+  if (
+    !isDeletionRequested(body) &&
+    !deps.changing.some((h) => matchesBodyFilters(h, body, baseContext(h)))
+  ) {
+    return await finish(deps, body, patch, undefined);
+  }
+
   const old = settings.diffbaseStorage.fetch({ body }) ?? undefined;
   const cause = detectChangingCause({
     body,
@@ -172,7 +187,15 @@ export async function processEvent(
     return await finish(deps, body, patch, undefined);
   }
   const reason = cause.reason;
-  const handlers = matchChangingHandlers(deps.changing, cause, body, baseContext);
+  // Filter callbacks of changing handlers see the cause too (reason, diff, old, new).
+  const causeContext = (handler: ChangingHandler) => ({
+    ...baseContext(handler),
+    reason,
+    diff: handler.field ? reduce(cause.diff, handler.field) : cause.diff,
+    old: handler.field ? resolve(cause.old, handler.field) : cause.old,
+    new: handler.field ? resolve(cause.new, handler.field) : cause.new,
+  });
+  const handlers = matchChangingHandlers(deps.changing, cause, body, causeContext);
   if (handlers.length === 0) {
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
@@ -181,13 +204,23 @@ export async function processEvent(
 
   const now = new Date();
   const ids = handlers.map((h) => h.id);
-  const state = ProgressState.load(settings.progressStorage, body, ids, now);
-  for (const id of ids) {
-    const purpose = state.get(id)?.purpose;
-    if (purpose && purpose !== reason) {
-      logger.debug(`Handler '${id}' for ${purpose} is superseded by ${reason}; starting anew.`);
-      state.purge(id);
-    }
+  // Records of every handler are read: those of another cause (e.g. a creation interrupted by
+  // deletion) are superseded and purged in this cycle's patch.
+  const state = ProgressState.load(
+    settings.progressStorage,
+    body,
+    deps.changing.map((h) => h.id),
+    now,
+  );
+  const superseded = deps.changing.filter((h) => {
+    const purpose = state.get(h.id)?.purpose;
+    return purpose !== undefined && purpose !== reason;
+  });
+  if (superseded.length) {
+    const purpose = state.get(superseded[0]!.id)?.purpose ?? "";
+    const verb = VERBS[purpose as Reason]?.[0] ?? purpose;
+    logger.info(`${verb} is superseded by ${reason}: ${superseded.map((h) => h.id).join(", ")}`);
+    for (const h of superseded) state.purge(h.id);
   }
   const due = handlers.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
   if (due.length && !ids.some((id) => state.get(id))) {

@@ -101,7 +101,7 @@ class ObjectWorker {
         if (deps.signal.aborted) break;
         if (!arrived) {
           if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
-          this.pending = current; // a delayed handler is due
+          this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
         } else if (deps.settings.batchWindow > 0) {
           // Coalesce a burst: keep taking newer events until the window passes quietly.
           await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
@@ -142,7 +142,10 @@ class ObjectWorker {
         this.gone = true;
         break;
       }
-      current = result.body ? { type: "MODIFIED", body: result.body } : event;
+      // A write that changed nothing returns the same resourceVersion: nothing new to look at.
+      const wrote = result.body !== undefined &&
+        result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
+      current = result.body ? { type: "MODIFIED", body: result.body, internal: true } : event;
       this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
       dueIn = result.delay;
@@ -153,7 +156,9 @@ class ObjectWorker {
       // stored object already includes it.)
       const arrived = this.pending as ObjectEvent | undefined; // may have been set during the cycle
       const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, processedVersion);
-      if ((dueIn === 0 || result.body) && (!arrived || stale)) this.pending = current;
+      if ((dueIn === 0 || wrote) && (!arrived || stale)) {
+        this.pending = { ...current, internal: true, forced: true };
+      }
     }
   }
 }
@@ -204,7 +209,7 @@ export class ObjectQueue {
     const memory = this.#memories.get(key);
     const body = memory?.latest;
     if (!memory || !body || this.deps.signal.aborted) return;
-    this.push({ type: "MODIFIED", body, forced: true });
+    this.push({ type: "MODIFIED", body, forced: true, internal: true });
   }
 
   /** The memories of all remembered objects. */
