@@ -912,7 +912,7 @@ async function checkBinaries(binDir: string, withKcm: boolean): Promise<void> {
     throw new Error(
       `the test control plane binaries are missing (${missing.join(", ")} not in ${binDir}). ` +
         "Build them once with `tools/kube-binaries.sh` — it needs a Go toolchain (>= 1.26) and " +
-        "the Go module proxy, takes 10-30 minutes the first time, and caches the result — or " +
+        "the Go module proxy, takes about 5 minutes the first time, and caches the result — or " +
         "set KOPF_TS_KUBE_BIN to a directory that has etcd, kube-apiserver and " +
         "kube-controller-manager.",
     );

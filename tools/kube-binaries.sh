@@ -58,7 +58,7 @@ if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]]; then
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
   for cmd in kube-apiserver kube-controller-manager; do
-    log "building $cmd (a cold build takes 10-20 minutes on 2 cores)"
+    log "building $cmd (a cold build takes about 5 minutes on 2 cores)"
     go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" \
       -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
     mv "$BIN/$cmd.tmp" "$BIN/$cmd"

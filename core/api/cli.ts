@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../client/config.ts";
 import { ActivityError } from "../engines/activities.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
+import { createSettings } from "../settings/settings.ts";
 import { configureLogging, type LogFormat } from "./logging.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */
@@ -179,11 +180,15 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   }
 
   const controller = new AbortController();
+  const settings = createSettings();
   let signals = 0;
   const onSignal = () => {
     signals++;
     if (signals > 1) Deno.exit(130); // A second signal: stop waiting for a graceful exit.
     controller.abort(new Error("Signal received"));
+    // If the graceful exit hangs (e.g. a handler that never returns), exit anyway.
+    const limit = settings.process.ultimateExitingTimeout;
+    if (limit !== null) Deno.unrefTimer(setTimeout(() => Deno.exit(1), limit * 1000));
   };
   const listening: Deno.Signal[] = options.signal
     ? []
@@ -193,6 +198,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   for (const sig of listening) Deno.addSignalListener(sig, onSignal);
   try {
     await operator({
+      settings,
       namespaces,
       clusterwide: o["all-namespaces"] ?? !namespaces.length,
       standalone: o.standalone ?? false,

@@ -103,6 +103,8 @@ export async function configureLogging(options: LoggingOptions = {}): Promise<vo
     sinks: { out: sink },
     loggers: [
       { category: ["kopf"], lowestLevel: lowest, sinks: ["out"] },
+      // API traffic only with --debug (--verbose is the framework's own debug messages).
+      { category: ["kopf", "client"], lowestLevel: options.debug ? "debug" : "info" },
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["out"] },
     ],
   });

@@ -137,9 +137,12 @@ export class Discovery {
   async followDefinitions(signal: AbortSignal): Promise<void> {
     let listed = false;
     for await (const event of watcher(this.#api, CRD_RESOURCE, { signal })) {
+      // The first listing only confirms the catalogue just loaded; a relist (after 410) may hide
+      // changes, so it refreshes. Changes after the listing always refresh.
+      const relisted = event.type === "initDone" && listed;
       if (event.type === "initDone") listed = true;
-      const changed = event.type === "apply" || event.type === "delete" ||
-        (event.type === "initDone" && this.#resources !== undefined);
+      const changed = event.type === "apply" || event.type === "delete" || relisted ||
+        (event.type === "initDone" && this.#resources === undefined);
       if (listed && changed) {
         try {
           await this.refresh(signal);
@@ -154,6 +157,24 @@ export class Discovery {
   }
 
   async #load(signal?: AbortSignal): Promise<Resource[]> {
+    // Aggregated discovery (Kubernetes ≥ 1.30): the whole catalogue in two requests instead of
+    // one per group version. Older servers answer with the legacy lists: then go the long way.
+    const aggregated = await Promise.all(
+      ["/api", "/apis"].map((path) =>
+        this.#api.http.json<AggregatedList | { kind?: string }>({
+          path,
+          signal,
+          accept: AGGREGATED,
+        })
+      ),
+    );
+    if (aggregated.every((list) => list.kind === "APIGroupDiscoveryList")) {
+      return aggregated.flatMap((list) => fromAggregated(list as AggregatedList));
+    }
+    return await this.#loadLegacy(signal);
+  }
+
+  async #loadLegacy(signal?: AbortSignal): Promise<Resource[]> {
     const http = this.#api.http;
     const core = http.json<{ versions: string[] }>({ path: "/api", signal });
     const groups = http.json<ApiGroupList>({ path: "/apis", signal });
@@ -206,4 +227,55 @@ export class Discovery {
       preferred,
     }));
   }
+}
+
+const AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList," +
+  "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+interface AggregatedList {
+  kind: "APIGroupDiscoveryList";
+  items?: Array<{
+    metadata?: { name?: string };
+    versions?: Array<{
+      version: string;
+      freshness?: string;
+      resources?: Array<{
+        resource: string;
+        responseKind?: { kind?: string };
+        scope?: "Namespaced" | "Cluster";
+        singularResource?: string;
+        verbs?: string[];
+        shortNames?: string[];
+        categories?: string[];
+        subresources?: Array<{ subresource: string }>;
+      }>;
+    }>;
+  }>;
+}
+
+/** Resources from an aggregated discovery document; the first version of a group is preferred. */
+function fromAggregated(list: AggregatedList): Resource[] {
+  const resources: Resource[] = [];
+  for (const group of list.items ?? []) {
+    const name = group.metadata?.name ?? "";
+    (group.versions ?? []).forEach((version, index) => {
+      for (const r of version.resources ?? []) {
+        const kind = r.responseKind?.kind ?? "";
+        resources.push({
+          group: name,
+          version: version.version,
+          plural: r.resource,
+          singular: r.singularResource || kind.toLowerCase(),
+          kind,
+          namespaced: r.scope === "Namespaced",
+          verbs: r.verbs ?? [],
+          shortNames: r.shortNames ?? [],
+          categories: r.categories ?? [],
+          subresources: (r.subresources ?? []).map((s) => s.subresource),
+          preferred: index === 0,
+        });
+      }
+    });
+  }
+  return resources;
 }

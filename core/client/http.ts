@@ -45,6 +45,8 @@ export interface HttpClientOptions {
   readonly userAgent?: string;
   /** Replacement for the global `fetch` (e.g. an in-process emulator). */
   readonly fetch?: FetchFn;
+  /** Called after every answer (or transport failure, code 0), e.g. to log API traffic. */
+  readonly onResponse?: (info: { method: string; path: string; code: number; ms: number }) => void;
 }
 
 /** One request to make. */
@@ -64,6 +66,8 @@ export interface HttpRequest {
   /** Overrides the client's timeout; `0` disables it. */
   readonly timeoutMs?: number;
   /** Overrides the client's retry count (e.g. `0` for the watch stream). */
+  /** Overrides the `Accept` header. @default "application/json" */
+  readonly accept?: string;
   readonly retries?: number;
 }
 
@@ -162,7 +166,7 @@ export class HttpClient implements Disposable {
     };
     const { verb, resource } = classify(method, url.pathname, url.searchParams);
     const headers: Record<string, string> = {
-      Accept: "application/json",
+      Accept: request.accept ?? "application/json",
       "User-Agent": this.#options.userAgent ?? "kopf-ts",
       ...(await this.connection.credentials.headers(request.signal)),
     };
@@ -173,6 +177,14 @@ export class HttpClient implements Disposable {
     const signals = [request.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined];
     const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
     let response: Response;
+    const began = performance.now();
+    const report = (code: number) =>
+      this.#options.onResponse?.({
+        method,
+        path: info.path,
+        code,
+        ms: Math.round(performance.now() - began),
+      });
     try {
       response = await this.#fetch(url, {
         method,
@@ -183,10 +195,12 @@ export class HttpClient implements Disposable {
       });
     } catch (error) {
       this.counters.record({ verb, resource, code: 0 });
+      report(0);
       if (request.signal?.aborted) throw request.signal.reason;
       throw transportErrorFrom(error, info, this.connection.source);
     }
     this.counters.record({ verb, resource, code: response.status });
+    report(response.status);
     if (response.ok) return response;
     const text = await response.text().catch(() => "");
     throw apiErrorFrom(

@@ -49,6 +49,8 @@ export interface WatcherOptions {
   readonly serverTimeoutSeconds?: number | undefined;
   /** A stream silent for this long is considered stalled and reopened. @default 120000 */
   readonly inactivityTimeoutMs?: number | undefined;
+  /** Pause before reopening a stream the server ended normally. @default 100 */
+  readonly reconnectBackoffMs?: number | undefined;
   /** Backoff between failed attempts. */
   readonly backoff?: BackoffOptions | undefined;
   /** Page size of the initial and recovery lists. @default 500 */
@@ -219,6 +221,8 @@ export async function* watcher(
       } finally {
         signal?.removeEventListener("abort", stop);
       }
+      // The server ended the stream normally (timeoutSeconds): resume after a short pause.
+      await sleep(options.reconnectBackoffMs ?? 100, signal).catch(() => {});
     } catch (error) {
       if (signal?.aborted) return;
       if (isGone(error)) {

@@ -177,6 +177,7 @@ export class EventPoster {
       }, {
         component: this.#settings.reportingComponent,
         instance: this.#settings.reportingInstance,
+        namePrefix: this.#settings.eventNamePrefix,
       });
     } catch (error) {
       this.#logger?.warning(

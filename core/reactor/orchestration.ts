@@ -21,7 +21,7 @@ import { describeSelector, resolveSelector } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
-import type { Semaphore } from "../util/semaphore.ts";
+import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import { Patch } from "../structs/patches.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
@@ -278,6 +278,9 @@ export class Orchestrator {
       logger,
       signal,
       limiter: this.#deps.limiter,
+      ...(settings.queueing.workerLimit
+        ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
+        : {}),
     });
     const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
     const where = namespace ? ` in ${namespace}` : "";
@@ -286,6 +289,7 @@ export class Orchestrator {
       namespace,
       serverTimeoutSeconds: settings.watching.serverTimeout ?? undefined,
       inactivityTimeoutMs: settings.watching.inactivityTimeout * 1000,
+      reconnectBackoffMs: settings.watching.reconnectBackoff * 1000,
       signal,
     });
     try {

@@ -31,6 +31,8 @@ export interface QueueDeps {
   readonly signal: AbortSignal;
   /** Bounds concurrent processing across objects (shared between queues if given). */
   readonly limiter?: Semaphore | undefined;
+  /** Bounds concurrent processing of this queue's objects (`settings.queueing.workerLimit`). */
+  readonly streamLimiter?: Semaphore | undefined;
 }
 
 /** The key of an object: its uid, or namespace/name when it has none. */
@@ -118,11 +120,16 @@ class ObjectWorker {
       }
       let result: CycleResult;
       try {
-        await deps.limiter?.acquire(deps.signal);
+        await deps.streamLimiter?.acquire(deps.signal);
         try {
-          result = await deps.process(this.memory, event);
+          await deps.limiter?.acquire(deps.signal);
+          try {
+            result = await deps.process(this.memory, event);
+          } finally {
+            deps.limiter?.release();
+          }
         } finally {
-          deps.limiter?.release();
+          deps.streamLimiter?.release();
         }
         errors = 0;
       } catch (error) {

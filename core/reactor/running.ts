@@ -183,10 +183,14 @@ async function connect(
   const http = {
     timeoutMs: settings.networking.requestTimeout * 1000,
     retries: settings.networking.errorBackoffs.length,
-    backoff: { initialMs: (settings.networking.errorBackoffs[0] ?? 1) * 1000, maxMs: 30_000 },
+    backoff: { delaysMs: settings.networking.errorBackoffs.map((s) => s * 1000), jitter: 0.2 },
     qps: settings.networking.qps,
     burst: settings.networking.burst,
+    // API traffic is logged at debug level under kopf.client (shown with --debug only).
+    onResponse: (r: { method: string; path: string; code: number; ms: number }) =>
+      traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
   };
+  const traffic = logger.child(["kopf", "client"]);
   const handlers = registry.activities("login");
   if (handlers.length === 0) {
     return await KubeClient.connect({

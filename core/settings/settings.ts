@@ -73,11 +73,11 @@ export interface PeeringSettings {
 
 /** `settings.watching`: watch streams. */
 export interface WatchingSettings {
-  /** Connection timeout of watch requests (null: networking.connectTimeout). @default null */
+  /** Connection timeout of watch requests (null: networking.connectTimeout). Accepted; not used yet: the inactivity watchdog bounds connecting too. @default null */
   connectTimeout: number | null;
   /** `timeoutSeconds` sent to the server for each watch request. Differs from Kopf (null). @default 300 */
   serverTimeout: number | null;
-  /** Total client-side duration of one watch request (null: forever). @default null */
+  /** Total client-side duration of one watch request (null: forever). Accepted; not used yet (`serverTimeout` ends each request). @default null */
   clientTimeout: number | null;
   /** Pause between watch reconnections. @default 0.1 */
   reconnectBackoff: number;
@@ -122,13 +122,13 @@ export interface ExecutionSettings {
   maxWorkers: number | null;
 }
 
-/** `settings.background`: daemons and timers (a later feature). */
+/** `settings.background`: daemons and timers. */
 export interface BackgroundSettings {
   /** How often a stopping daemon without a cancellation timeout is re-checked. @default 60 */
   cancellationPolling: number;
-  /** Wait for a stopping daemon to exit instantly. @default null */
+  /** Kopf's instant-exit optimisation. Accepted; not used: stop signals reach daemons at once here. @default null */
   instantExitTimeout: number | null;
-  /** Zero-time cycles to wait for instant exit. @default 10 */
+  /** Kopf's instant-exit optimisation. Accepted; not used. @default 10 */
   instantExitZeroTimeCycles: number;
 }
 
@@ -136,7 +136,7 @@ export interface BackgroundSettings {
 export interface NetworkingSettings {
   /** Timeout of one request (not watches). @default 300 */
   requestTimeout: number;
-  /** TCP/TLS connection timeout (null: requestTimeout). @default null */
+  /** TCP/TLS connection timeout (null: requestTimeout). Accepted; not used yet: `requestTimeout` covers connecting. @default null */
   connectTimeout: number | null;
   /** Delays between retries of network errors, 429 and 5xx. @default [1, 1, 2, 3, 5, 8, 13, 21] */
   errorBackoffs: number[];

@@ -18,6 +18,8 @@ export interface BackoffOptions {
   readonly jitter?: number;
   /** Source of randomness in [0, 1), injectable for tests. @default Math.random */
   readonly random?: () => number;
+  /** An explicit schedule in milliseconds (the last one repeats); overrides the growth. */
+  readonly delaysMs?: readonly number[];
 }
 
 /**
@@ -33,7 +35,10 @@ export function backoffDelay(attempt: number, options: BackoffOptions = {}): num
   const factor = options.factor ?? 2;
   const jitter = Math.min(1, Math.max(0, options.jitter ?? 0.5));
   const random = options.random ?? Math.random;
-  const base = Math.min(max, initial * factor ** Math.max(0, attempt));
+  const schedule = options.delaysMs;
+  const base = schedule?.length
+    ? schedule[Math.min(Math.max(0, attempt), schedule.length - 1)]!
+    : Math.min(max, initial * factor ** Math.max(0, attempt));
   return base * (1 - jitter * random());
 }
 
