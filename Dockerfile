@@ -14,14 +14,13 @@ FROM denoland/deno:${DENO_VERSION} AS build
 WORKDIR /src
 COPY . .
 ARG HANDLERS=examples/01-minimal/example.ts
-RUN deno install --frozen \
- && deno compile -A --include "${HANDLERS}" --output /out/kopf cli.ts \
- && ln -s "/src/${HANDLERS}" /out/handlers.ts
+# A fixed entry file that imports the chosen handlers, so the entrypoint needs no build argument.
+RUN echo "import \"./${HANDLERS}\";" > /src/handlers.ts \
+ && deno install --frozen \
+ && deno compile -A --include /src/handlers.ts --output /out/kopf cli.ts
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/kopf /usr/local/bin/kopf
-# The compiled-in file keeps its build path; /handlers.ts is a stable name for it.
-COPY --from=build /out/handlers.ts /handlers.ts
 USER nonroot
-ENTRYPOINT ["/usr/local/bin/kopf", "run", "/handlers.ts"]
+ENTRYPOINT ["/usr/local/bin/kopf", "run", "/src/handlers.ts"]
 CMD ["--all-namespaces"]
