@@ -209,3 +209,4 @@ export { index, type Indexing, type IndexOptions } from "./core/api/indexing.ts"
 export { Index, Store } from "./core/engines/indexing.ts";
 export type { IndexView } from "./core/intents/contexts.ts";
 export { run, type RunningOperator, start } from "./core/api/embedding.ts";
+export type { OperatorStats } from "./core/reactor/orchestration.ts";

@@ -11,6 +11,7 @@ import { loadKubeconfig } from "../core/client/config.ts";
 import type { LogEntry } from "../core/actions/loggers.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator, type OperatorOptions } from "../core/reactor/running.ts";
+import type { OperatorStats } from "../core/reactor/orchestration.ts";
 import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { eventually } from "./_support.ts";
@@ -27,6 +28,8 @@ export interface InProcessOperator extends AsyncDisposable {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<LogEntry>;
   /** Stops it and waits for a clean exit. */
   stop(): Promise<void>;
+  /** What the operator holds in memory now (streams, objects, workers, daemon/timer tasks). */
+  stats(): OperatorStats;
 }
 
 /**
@@ -45,6 +48,7 @@ export async function startOperator(
     new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
   const settings = options.settings ?? createSettings({ posting: { aggregationWindow: 0.2 } });
   const logs: LogEntry[] = [];
+  let stats: () => OperatorStats = () => ({ streams: 0, objects: 0, workers: 0, tasks: 0 });
   const controller = new AbortController();
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
@@ -57,6 +61,7 @@ export async function startOperator(
     listeners: [(entry) => logs.push(entry)],
     signal: controller.signal,
     onReady: markReady,
+    observe: (s) => (stats = s),
   });
   running.catch(() => markReady());
   const stop = async () => {
@@ -71,6 +76,7 @@ export async function startOperator(
     waitForLog: (pattern, timeoutMs = 30_000) =>
       eventually(() => logs.find((e) => pattern.test(e.message)), timeoutMs, `log ${pattern}`),
     stop,
+    stats: () => stats(),
     [Symbol.asyncDispose]: stop,
   };
 }

@@ -151,3 +151,41 @@ Deno.test(
     assert.equal(ticks, after, "no timer outlives the operator");
   },
 );
+
+Deno.test(
+  "bookkeeping is released for created-and-deleted objects with daemons and timers (HK-DMN-*, SUB-50)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("daemon-mem");
+    await using op = await startOperator((registry) => {
+      daemon("kopfexamples", { registry, cancellationTimeout: 1 }, async function d({ sleep }) {
+        while (!(await sleep(0.05)));
+      });
+      timer("kopfexamples", { registry, interval: 0.1 }, function t() {});
+    }, {
+      namespaces: [namespace],
+      settings: createSettings({ posting: { enabled: false }, queueing: { idleTimeout: 0.5 } }),
+    });
+    await op.ready;
+    const names = Array.from({ length: 30 }, (_, i) => `m${i}`);
+    await Promise.all(
+      names.map((name) => client.api.create(KOPFEXAMPLES, kex(name), { namespace })),
+    );
+    await eventually(() => op.stats().tasks === 60, 20_000, "60 tasks running");
+    assert.equal(op.stats().objects, 30);
+    await Promise.all(names.map((name) => client.api.delete(KOPFEXAMPLES, name, { namespace })));
+    await eventually(
+      async () => (await client.api.list(KOPFEXAMPLES, { namespace })).items.length === 0,
+      30_000,
+      "all gone",
+    );
+    await eventually(
+      () => op.stats().objects === 0 && op.stats().tasks === 0,
+      15_000,
+      `no bookkeeping left: ${JSON.stringify(op.stats())}`,
+    );
+    await eventually(() => op.stats().workers === 0, 5_000, "workers idle-exited");
+  },
+);

@@ -15,6 +15,7 @@
  * @module
  */
 
+import type { OperatorStats } from "../reactor/orchestration.ts";
 import { operator, type OperatorOptions } from "../reactor/running.ts";
 
 /** A running operator. */
@@ -25,6 +26,8 @@ export interface RunningOperator extends AsyncDisposable {
   readonly done: Promise<void>;
   /** Asks the operator to stop and waits for a clean exit. */
   stop(): Promise<void>;
+  /** What the operator holds in memory now (zeros before it started watching). */
+  stats(): OperatorStats;
 }
 
 /**
@@ -39,13 +42,14 @@ export function start(options: Omit<OperatorOptions, "onReady"> = {}): RunningOp
     : controller.signal;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
-  const done = operator({ ...options, signal, onReady: markReady });
+  let stats: () => OperatorStats = () => ({ streams: 0, objects: 0, workers: 0, tasks: 0 });
+  const done = operator({ ...options, signal, onReady: markReady, observe: (s) => (stats = s) });
   done.catch(() => markReady());
   const stop = async () => {
     controller.abort(new Error("Stop requested"));
     await done;
   };
-  return { ready, done, stop, [Symbol.asyncDispose]: stop };
+  return { ready, done, stop, stats: () => stats(), [Symbol.asyncDispose]: stop };
 }
 
 /**

@@ -53,6 +53,18 @@ export interface OrchestrationDeps {
   readonly onReady?: (() => void) | undefined;
 }
 
+/** What an operator holds in memory. */
+export interface OperatorStats {
+  /** Running watch streams (resource × namespace). */
+  readonly streams: number;
+  /** Objects remembered (memos, progress of resume, daemons). */
+  readonly objects: number;
+  /** Per-object workers running now. */
+  readonly workers: number;
+  /** Daemon and timer tasks running or stopping. */
+  readonly tasks: number;
+}
+
 const NAMESPACES: Resource = {
   group: "",
   version: "v1",
@@ -76,6 +88,7 @@ interface Stream {
 export class Orchestrator {
   #deps: OrchestrationDeps;
   #streams = new Map<string, Stream>();
+  #queues = new Map<string, ObjectQueue>();
   #served = new Map<string, { resource: Resource; selectors: Set<string> }>();
   #namespaces = new Set<string>();
   #reported = new Set<string>();
@@ -108,6 +121,22 @@ export class Orchestrator {
     return stale.length
       ? `Watch streams silent for over ${limit / 1000}s: ${stale.join(", ")}`
       : undefined;
+  }
+
+  /**
+   * What the operator holds in memory right now (for tests of bookkeeping and for metrics).
+   * @returns Counts of streams, remembered objects, running workers and daemon/timer tasks.
+   */
+  stats(): OperatorStats {
+    let objects = 0;
+    let workers = 0;
+    let tasks = 0;
+    for (const queue of this.#queues.values()) {
+      objects += queue.size;
+      workers += queue.active;
+      for (const memory of queue.memories()) tasks += memory.spawner?.size ?? 0;
+    }
+    return { streams: this.#streams.size, objects, workers, tasks };
   }
 
   /** Runs until the signal aborts; resolves after all streams drained. */
@@ -266,7 +295,7 @@ export class Orchestrator {
       lifecycle: this.#deps.lifecycle,
       signal,
     };
-    const queue = new ObjectQueue({
+    const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,
       process: (memory, event) => processEvent(deps, memory, event),
       createMemory: (body, wake) => ({
@@ -282,6 +311,7 @@ export class Orchestrator {
         ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
         : {}),
     });
+    this.#queues.set(key, queue);
     const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
     const where = namespace ? ` in ${namespace}` : "";
     logger.debug(`Watching ${resourceName(resource)}${where}`);
@@ -334,6 +364,7 @@ export class Orchestrator {
       }
     } finally {
       this.#activity.delete(key);
+      this.#queues.delete(key);
       // Daemons and timers get the grace period to exit, then are abandoned; none outlives us.
       const spawners = queue.memories().map((m) =>
         m.spawner?.stopAll(settings.process.gracePeriod)

@@ -22,7 +22,7 @@ import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
 import { sleep } from "../util/backoff.ts";
 import { Semaphore } from "../util/semaphore.ts";
-import { Orchestrator } from "./orchestration.ts";
+import { type OperatorStats, Orchestrator } from "./orchestration.ts";
 
 /** Options of {@link operator}. */
 export interface OperatorOptions {
@@ -58,6 +58,8 @@ export interface OperatorOptions {
   readonly onReady?: () => void;
   /** Serve the liveness endpoint at this URL, e.g. `http://0.0.0.0:8080/healthz`. */
   readonly liveness?: string;
+  /** Receives a function that reports what the operator holds in memory (tests, metrics). */
+  readonly observe?: (stats: () => OperatorStats) => void;
 }
 
 /** The operator could not start: the cluster is unreachable, or credentials are rejected. */
@@ -128,6 +130,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         signal,
         onReady: options.onReady,
       });
+      options.observe?.(() => orchestrator.stats());
       const liveness = options.liveness
         ? serveLiveness({
           url: options.liveness,
