@@ -11,7 +11,7 @@
 import { execute, isFinal, type Outcome } from "../actions/execution.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { reportOutcome } from "../actions/outcomes.ts";
-import type { ActivityContext, Memo } from "../intents/contexts.ts";
+import type { ActivityContext, IndexView, Memo } from "../intents/contexts.ts";
 import type { Activity, ActivityHandler } from "../intents/handlers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { sleep } from "../util/backoff.ts";
@@ -49,6 +49,8 @@ export interface ActivityDeps {
   readonly logger: Logger;
   /** Stops waiting and retrying. */
   readonly signal: AbortSignal;
+  /** The operator's indices, if it has any yet. */
+  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
 }
 
 /**
@@ -75,6 +77,8 @@ export async function runActivity(deps: ActivityDeps): Promise<Map<string, unkno
           runtime: (Date.now() - started.getTime()) / 1000,
           signal: AbortSignal.any([signal, deps.signal]),
           activity: deps.activity,
+          indices: deps.indices ?? {},
+          ...deps.indices,
         };
         return (handler.fn as (c: ActivityContext) => unknown)(context);
       });

@@ -184,10 +184,17 @@ export class Spawner {
     task.stopper.abort(reason);
     const { handler } = task;
     const settings = this.#deps.settings;
+    // Every wait is cancelled as soon as the task exits, so no timer keeps the object's
+    // bookkeeping alive after it is gone.
+    const exitedSignal = new AbortController();
+    void task.done.finally(() => exitedSignal.abort());
     void (async () => {
       const exited = task.done.then(() => true);
       const waitFor = (seconds: number) =>
-        Promise.race([exited, sleep(seconds * 1000).then(() => false)]);
+        Promise.race([
+          exited,
+          sleep(seconds * 1000, exitedSignal.signal).then(() => false, () => true),
+        ]);
       if (handler.cancellationBackoff && await waitFor(handler.cancellationBackoff)) return;
       if (handler.cancellationTimeout !== undefined) {
         task.canceller.abort(new Error(`The ${handler.spawn} is cancelled (${reason})`));
@@ -208,10 +215,19 @@ export class Spawner {
     })();
   }
 
-  #context(task: Task, retry: number, started: Date, signal: AbortSignal): SpawnedContext {
+  #context(
+    task: Task,
+    retry: number,
+    started: Date,
+    signal: AbortSignal,
+    patch: Patch,
+  ): SpawnedContext {
     const stopped = task.stopper.signal;
     const latest = () => this.#body;
-    const base = this.#deps.context(task.handler, AbortSignal.any([signal, task.canceller.signal]));
+    const base = {
+      ...this.#deps.context(task.handler, AbortSignal.any([signal, task.canceller.signal])),
+      patch,
+    };
     // Live views: even when destructured, they always show the latest version of the object.
     const body = liveView(latest);
     return Object.defineProperties({ ...base }, {
@@ -230,23 +246,32 @@ export class Spawner {
   }
 
   async #attempt(task: Task, retries: number, started: Date): Promise<Outcome> {
+    const patch = new Patch(); // the handler's own changes, applied after every attempt
     const outcome = await execute(
       task.handler,
       { started, retries },
       (signal) =>
         (task.handler.fn as (c: SpawnedContext) => unknown)(
-          this.#context(task, retries, started, signal),
+          this.#context(task, retries, started, signal, patch),
         ),
     );
-    if (outcome.kind !== "success" || !task.stopper.signal.aborted) {
+    const stopped = task.stopper.signal;
+    if (stopped.aborted && outcome.kind !== "success") {
+      // Ending by the cancellation (or any error while stopping) is an exit on request.
+      this.#deps.logger.debug(
+        `${task.handler.spawn} '${task.handler.id}' has exited on request (${stopped.reason}).`,
+      );
+      await this.#deliver(task.handler.id, { kind: "success", result: undefined }, patch);
+      return { kind: "success", result: undefined };
+    }
+    if (!(outcome.kind === "success" && stopped.aborted)) {
       reportOutcome(this.#deps.logger, task.handler.id, outcome);
     }
-    await this.#deliver(task.handler.id, outcome);
+    await this.#deliver(task.handler.id, outcome, patch);
     return outcome;
   }
 
-  async #deliver(id: string, outcome: Outcome): Promise<void> {
-    const patch = new Patch();
+  async #deliver(id: string, outcome: Outcome, patch: Patch): Promise<void> {
     deliverResult(patch, id, outcome);
     if (patch.isEmpty) return;
     try {

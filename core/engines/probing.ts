@@ -7,7 +7,7 @@
  */
 
 import type { Logger } from "../actions/loggers.ts";
-import type { Memo } from "../intents/contexts.ts";
+import type { IndexView, Memo } from "../intents/contexts.ts";
 import type { ActivityHandler } from "../intents/handlers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { runActivity } from "./activities.ts";
@@ -28,6 +28,8 @@ export interface LivenessOptions {
   readonly problems: () => string | undefined;
   /** Stops the server. */
   readonly signal: AbortSignal;
+  /** The operator's indices, passed to probe handlers. */
+  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
 }
 
 /** A running liveness endpoint. */
@@ -68,6 +70,7 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
         memo: options.memo,
         settings: options.settings,
         logger: options.logger,
+        indices: options.indices,
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]),
       });
       return Response.json(Object.fromEntries(results));

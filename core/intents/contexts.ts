@@ -181,4 +181,10 @@ export interface ActivityContext {
   readonly signal: AbortSignal;
   /** Which activity runs. */
   readonly activity: "startup" | "cleanup" | "login" | "probe";
+  /**
+   * The operator's indices by name (also as top-level properties). Empty for startup and login
+   * handlers, which run before anything is watched; not guaranteed to be complete for probes and
+   * cleanup handlers.
+   */
+  readonly indices: Readonly<Record<string, IndexView>>;
 }

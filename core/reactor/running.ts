@@ -139,6 +139,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           settings,
           logger,
           problems: () => orchestrator.problems(),
+          indices: orchestrator.indices,
           signal,
         })
         : undefined;
