@@ -229,8 +229,11 @@ export async function* watcher(
         resourceVersion = undefined; // relist immediately: the history we need is compacted away
         continue;
       }
+      // A stall reconnects at once; a 429 waits as long as the server asks; others back off.
       const retryInMs = error instanceof WatchStalledError
         ? 0
+        : error instanceof ApiError && error.retryAfterMs !== undefined
+        ? (failures++, error.retryAfterMs)
         : backoffDelay(failures++, options.backoff);
       yield {
         type: "error",
