@@ -46,10 +46,15 @@ if (client) {
     "No cluster answers: starting a local control plane (etcd + kube-apiserver + controller manager)",
   );
   // Built from the Go module proxy on first use (about 5 minutes), then cached.
-  const build = await new Deno.Command("bash", { args: ["tools/kube-binaries.sh"], stderr: "inherit" })
+  const build = await new Deno.Command("bash", {
+    args: ["tools/kube-binaries.sh"],
+    stderr: "inherit",
+  })
     .output();
   if (!build.success) {
-    console.error("error: could not build the local control plane (see above); it needs Go >= 1.26");
+    console.error(
+      "error: could not build the local control plane (see above); it needs Go >= 1.26",
+    );
     Deno.exit(1);
   }
   const binDir = new TextDecoder().decode(build.stdout).trim().split("\n").pop()!;

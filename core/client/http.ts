@@ -66,9 +66,9 @@ export interface HttpRequest {
   /** Overrides the client's timeout; `0` disables it. */
   readonly timeoutMs?: number;
   /** Overrides the client's retry count (e.g. `0` for the watch stream). */
+  readonly retries?: number;
   /** Overrides the `Accept` header. @default "application/json" */
   readonly accept?: string;
-  readonly retries?: number;
 }
 
 /** Sends requests to one API server. Dispose it to close its connection pool. */
