@@ -1,10 +1,34 @@
 #!/usr/bin/env -S deno run -A
 /**
  * The `kopf` command: `deno run -A cli.ts run handlers.ts`, or the binary made by
- * `deno task compile`. Handler files are loaded by dynamic import.
+ * `deno task compile`. Handler files are loaded by dynamic import. `--embedded` serves an
+ * in-memory Kubernetes API (the emulator kit) so that no cluster is needed.
  * @module
  */
 
 import { main } from "./core/api/cli.ts";
+import { Emulator } from "./kits/emulator/mod.ts";
 
-if (import.meta.main) Deno.exit(await main(Deno.args));
+/** The CRDs shipped with the project, applied by `--embedded`. */
+const CRDS = ["crds/example.yaml", "crds/peering.yaml"].map((path) =>
+  new URL(path, import.meta.url)
+);
+
+async function embedded(extra: readonly string[], write: (line: string) => void) {
+  const emulator = await Emulator.start();
+  for (const file of [...CRDS, ...extra]) {
+    const text = await Deno.readTextFile(file).catch((error) => {
+      if (extra.includes(String(file))) {
+        throw new Error(`Cannot read --crd ${file}: ${error.message}`);
+      }
+      return ""; // a compiled binary may not carry the bundled CRDs
+    });
+    if (text) await emulator.applyYaml(text);
+  }
+  write(`Embedded Kubernetes API at ${emulator.server} (in memory; gone when the operator stops).`);
+  write(`In another terminal:  export KUBECONFIG=${emulator.kubeconfigPath}`);
+  write(`                      kubectl apply -f examples/obj.yaml && kubectl get kopfexamples`);
+  return { kubeconfig: emulator.kubeconfigPath, stop: () => emulator.stop() };
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args, { embedded }));

@@ -133,3 +133,63 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "--embedded runs the example operator with no cluster; kubectl-style clients can talk to it",
+  opts,
+  async () => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--no-check",
+        "cli.ts",
+        "run",
+        "examples/01-minimal/example.ts",
+        "--embedded",
+        "--verbose",
+      ],
+      env: { KUBECONFIG: "/nonexistent/kubeconfig", NO_COLOR: "1" }, // no cluster: must not matter
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const lines: string[] = [];
+    const pump = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+        lines.push(
+          ...chunk.split("\n"),
+        );
+      }
+    };
+    const pumping = Promise.all([pump(child.stdout), pump(child.stderr)]);
+    try {
+      const line = await eventually(
+        () => lines.find((l) => l.includes("export KUBECONFIG=")),
+        30_000,
+        "the kubeconfig line",
+      );
+      const kubeconfig = line.split("export KUBECONFIG=")[1]!.trim();
+      const { KubeClient } = await import("../core/client/client.ts");
+      using client = await KubeClient.connect({ kubeconfig });
+      await eventually(
+        () => lines.some((l) => l.includes("Watching kopfexamples")),
+        30_000,
+        "watching",
+      );
+      await client.api.create(KOPFEXAMPLES, {
+        apiVersion: "kopf.dev/v1",
+        kind: "KopfExample",
+        metadata: { name: "e1" },
+        spec: { field: "x" },
+      }, { namespace: "default" });
+      const status = await eventually(async () =>
+        (await client.api.get(KOPFEXAMPLES, "e1", { namespace: "default" })).status
+      );
+      assert.deepEqual(status, { create_fn: { message: "hello world" } });
+    } finally {
+      child.kill("SIGTERM");
+      assert.equal((await child.status).code, 0);
+      await pumping;
+    }
+  },
+);

@@ -294,6 +294,20 @@ contract(
     };
     await failure(client.api.patch(KOPFEXAMPLES, "p", stale, { namespace }), 409, "Conflict");
 
+    // `test` against null passes for a missing field (how finalizers are first added).
+    const missing = await client.api.patch(KOPFEXAMPLES, "p", [
+      { op: "test", path: "/metadata/finalizers", value: null },
+      { op: "test", path: "/spec/nothing", value: null },
+    ], { namespace, type: "json" });
+    assert.equal(missing.metadata?.finalizers, undefined);
+    await failure(
+      client.api.patch(KOPFEXAMPLES, "p", [{ op: "test", path: "/spec/a", value: null }], {
+        namespace,
+        type: "json",
+      }),
+      422,
+      "Invalid",
+    );
     const json = await client.api.patch(KOPFEXAMPLES, "p", [
       { op: "test", path: "/spec/a", value: 1 },
       { op: "replace", path: "/spec/a", value: 2 },

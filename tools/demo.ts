@@ -1,13 +1,14 @@
 /**
  * The README's first command: see an operator handle an object end to end.
  *
- * Uses the cluster from KUBECONFIG / ~/.kube/config when one answers; otherwise starts the local
- * control plane built from source (tools/kube-binaries.sh; needs Go the first time). Installs the
+ * Uses the cluster from KUBECONFIG / ~/.kube/config when one answers; otherwise serves the
+ * embedded in-memory Kubernetes API (kits/emulator; nothing to install), or, with
+ * `--control-plane`, the real control plane built from source (tools/kube-binaries.sh; Go). Installs the
  * example CRD, runs `kopf run examples/01-minimal/example.ts`, creates `examples/obj.yaml`, and
  * shows the status, annotations and Events the operator produced. Then keeps running so you can
  * play from a second terminal (the kubeconfig path is printed) until Ctrl-C; `--once` exits.
  *
- * Usage: deno task demo [--once]
+ * Usage: deno task demo [--once] [--control-plane]
  * @module
  */
 
@@ -16,6 +17,7 @@ import { KubeClient } from "../core/client/client.ts";
 import { CRD_RESOURCE } from "../core/client/discovery.ts";
 import { ApiError } from "../core/client/errors.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
+import { Emulator } from "../kits/emulator/mod.ts";
 import { ControlPlane } from "../testing/control_plane.ts";
 
 const once = Deno.args.includes("--once");
@@ -37,20 +39,24 @@ async function reachable(): Promise<KubeClient | undefined> {
 }
 
 let plane: ControlPlane | undefined;
+let emulator: Emulator | undefined;
 let kubeconfig = Deno.env.get("KUBECONFIG") ?? `${Deno.env.get("HOME")}/.kube/config`;
 let client = await reachable();
 if (client) {
   say(`Using the cluster at ${client.http.connection.server}`);
+} else if (!Deno.args.includes("--control-plane")) {
+  say("No cluster answers: starting the embedded (in-memory) Kubernetes API");
+  emulator = await Emulator.start();
+  kubeconfig = emulator.kubeconfigPath;
+  client = await KubeClient.connect({ kubeconfig });
+  console.log(`API server ${emulator.server}; kubeconfig ${kubeconfig}`);
 } else {
-  say(
-    "No cluster answers: starting a local control plane (etcd + kube-apiserver + controller manager)",
-  );
+  say("Starting a local control plane (etcd + kube-apiserver + controller manager)");
   // Built from the Go module proxy on first use (about 5 minutes), then cached.
   const build = await new Deno.Command("bash", {
     args: ["tools/kube-binaries.sh"],
     stderr: "inherit",
-  })
-    .output();
+  }).output();
   if (!build.success) {
     console.error(
       "error: could not build the local control plane (see above); it needs Go >= 1.26",
@@ -134,6 +140,7 @@ const stop = async (code: number) => {
   await operator.status;
   client?.[Symbol.dispose]();
   await plane?.stop();
+  await emulator?.stop();
   Deno.exit(code);
 };
 if (!handled) {

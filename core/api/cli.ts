@@ -31,6 +31,9 @@ Options:
       --dev                 Development mode: priority 666.
       --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
       --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+      --embedded            No cluster needed: serve an in-memory Kubernetes API on 127.0.0.1,
+                            apply the CRDs from crds/ (and --crd files), print its kubeconfig.
+      --crd FILE            With --embedded: also apply this YAML file; repeatable.
       --context NAME        Kubeconfig context.
   -v, --verbose             Framework debug messages.
       --debug               All debug messages.
@@ -54,6 +57,14 @@ export interface MainOptions {
   readonly freshImports?: boolean;
   /** Kubeconfig file to use unless `--kubeconfig` is given. */
   readonly kubeconfig?: string;
+  /**
+   * Starts an embedded Kubernetes API for `--embedded` (given by `cli.ts`, which may use the
+   * in-memory emulator kit; the core cannot import kits) with the CRD files to apply.
+   */
+  readonly embedded?: (crds: readonly string[], write: (line: string) => void) => Promise<{
+    kubeconfig: string;
+    stop: () => Promise<void>;
+  }>;
 }
 
 let imports = 0;
@@ -121,6 +132,8 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
         dev: { type: "boolean" },
         liveness: { type: "string" },
         kubeconfig: { type: "string" },
+        embedded: { type: "boolean" },
+        crd: { type: "string", multiple: true },
         context: { type: "string" },
         verbose: { type: "boolean", short: "v" },
         debug: { type: "boolean" },
@@ -179,6 +192,17 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     }
   }
 
+  let embedded: { kubeconfig: string; stop: () => Promise<void> } | undefined;
+  if (o.embedded) {
+    if (!options.embedded) return fail("--embedded is not available in this build");
+    if (o.kubeconfig) return fail("--embedded and --kubeconfig are mutually exclusive");
+    try {
+      embedded = await options.embedded(o.crd ?? [], print);
+    } catch (error) {
+      return fail(`Cannot start the embedded Kubernetes API: ${firstLine(error)}`);
+    }
+  } else if (o.crd?.length) return fail("--crd needs --embedded");
+
   const controller = new AbortController();
   const settings = createSettings();
   let signals = 0;
@@ -205,7 +229,9 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
       ...(o.peering ? { peering: o.peering } : {}),
       priority,
       ...(o.liveness ? { liveness: o.liveness } : {}),
-      ...(o.kubeconfig ?? options.kubeconfig
+      ...(embedded
+        ? { kubeconfig: embedded.kubeconfig }
+        : o.kubeconfig ?? options.kubeconfig
         ? { kubeconfig: (o.kubeconfig ?? options.kubeconfig)! }
         : {}),
       ...(o.context ? { context: o.context } : {}),
@@ -226,5 +252,6 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     return 1;
   } finally {
     for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
+    await embedded?.stop();
   }
 }

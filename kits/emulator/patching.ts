@@ -54,12 +54,21 @@ export function jsonPatch(target: KubeObject, patch: unknown): KubeObject {
     );
   }
   try {
-    const result = jsonpatch.applyPatch(
-      clone(target),
-      patch as jsonpatch.Operation[],
-      true,
-      true,
-    ).newDocument;
+    // As the real API server (evanphx/json-patch): `test` with `null` passes for a missing path.
+    let result: unknown = clone(target);
+    for (const op of patch as jsonpatch.Operation[]) {
+      if (op.op === "test" && op.value === null) {
+        let found: unknown;
+        try {
+          found = jsonpatch.getValueByPointer(result, op.path);
+        } catch {
+          found = undefined;
+        }
+        if (found !== undefined && found !== null) throw new Error(`test failed at ${op.path}`);
+        continue;
+      }
+      result = jsonpatch.applyOperation(result, op, true, true).newDocument;
+    }
     if (!isObject(result)) throw new Error("the patched document is not an object");
     return result as KubeObject;
   } catch (error) {
