@@ -9,132 +9,38 @@
  */
 
 import assert from "node:assert/strict";
-import { parse as parseYaml } from "yaml";
-import { ApiError, type KubeClient, type KubeObject } from "../mod.ts";
+import type { KubeClient, KubeObject } from "../mod.ts";
 import type { ResourceRef } from "../core/client/api.ts";
-import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
-import { type SpawnedOperator, spawnOperator } from "./_operator.ts";
+import { sharedControlPlane } from "../testing/control_plane.ts";
 import {
-  applyCrds,
-  eventually,
-  KOPFEXAMPLES,
-  sleep,
-  testClient,
-  testNamespace,
-} from "./_support.ts";
+  assertNoCrashes,
+  createExampleObject,
+  FINALIZER,
+  fixture,
+  getObject,
+  isGone,
+  lineIndex,
+  linesWith,
+  NAME,
+  opts,
+  PODS,
+  ref,
+  runExample,
+  stopCleanly,
+  waitFor,
+} from "./_examples.ts";
+import { eventually, KOPFEXAMPLES, sleep } from "./_support.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
-
-const PODS: ResourceRef = { group: "", version: "v1", plural: "pods", namespaced: true };
 const SERVICEACCOUNTS: ResourceRef = {
   group: "",
   version: "v1",
   plural: "serviceaccounts",
   namespaced: true,
 };
-const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
-const NAME = "kopf-example-1";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers (as in examples_test.ts)
 // ---------------------------------------------------------------------------------------------
-
-/** A client, the example CRD, and a fresh namespace (deleted afterwards). */
-async function fixture(prefix: string) {
-  const client = await testClient();
-  await applyCrds(client, "crds/example.yaml");
-  const namespace = await testNamespace(prefix);
-  return {
-    client,
-    namespace,
-    async [Symbol.asyncDispose]() {
-      await deleteNamespace(await sharedControlPlane(), namespace).catch(() => {});
-      client[Symbol.dispose]();
-    },
-  };
-}
-
-/** Runs an example with the CLI, serving one namespace, and waits until it watches `plural`. */
-async function runExample(
-  example: string,
-  namespace: string,
-  options: { plural?: string; env?: Record<string, string>; args?: string[] } = {},
-): Promise<SpawnedOperator> {
-  const op = await spawnOperator(
-    [`examples/${example}/example.ts`, "--verbose", "-n", namespace, ...(options.args ?? [])],
-    options.env ?? {},
-  );
-  const plural = options.plural ?? "kopfexamples";
-  await waitFor(op, new RegExp(`Watching ${plural}\\b.* in ${namespace}$`), 20_000);
-  return op;
-}
-
-/** Waits for an output line; on timeout, fails with the whole output so far. */
-async function waitFor(op: SpawnedOperator, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
-  try {
-    return await op.waitForLine(pattern, timeoutMs);
-  } catch {
-    throw new Error(`Timed out waiting for ${pattern}; output:\n${op.lines.join("\n")}`);
-  }
-}
-
-/** Stops the operator and checks that it exited cleanly; returns how long the exit took (ms). */
-async function stopCleanly(op: SpawnedOperator): Promise<number> {
-  const began = Date.now();
-  const code = await op.stop();
-  const took = Date.now() - began;
-  if (Deno.env.get("DUMP_LINES")) console.log(op.lines.join("\n"));
-  assert.equal(code, 0, `exit code ${code}; output:\n${op.lines.join("\n")}`);
-  assertNoCrashes(op.lines);
-  return took;
-}
-
-function assertNoCrashes(lines: readonly string[]): void {
-  assert.ok(
-    !lines.some((l) => /Unhandled|Uncaught|crashed unexpectedly/.test(l)),
-    lines.join("\n"),
-  );
-}
-
-/** Creates `examples/obj.yaml` (what `kubectl apply -f examples/obj.yaml` does). */
-async function createExampleObject(
-  client: KubeClient,
-  namespace: string,
-  name = NAME,
-): Promise<KubeObject> {
-  const body = parseYaml(await Deno.readTextFile("examples/obj.yaml")) as KubeObject;
-  body.metadata = { ...body.metadata, name, namespace };
-  return await client.api.create(KOPFEXAMPLES, body, { namespace });
-}
-
-async function getObject(client: KubeClient, namespace: string, name = NAME): Promise<KubeObject> {
-  return await client.api.get(KOPFEXAMPLES, name, { namespace });
-}
-
-async function isGone(client: KubeClient, resource: ResourceRef, namespace: string, name: string) {
-  try {
-    await client.api.get(resource, name, { namespace });
-    return false;
-  } catch (error) {
-    if (error instanceof ApiError && error.code === 404) return true;
-    throw error;
-  }
-}
-
-/** Lines containing `text` (a substring). */
-function linesWith(lines: readonly string[], text: string): string[] {
-  return lines.filter((l) => l.includes(text));
-}
-
-/** The index of the first line containing `text`, or -1. */
-function lineIndex(lines: readonly string[], text: string): number {
-  return lines.findIndex((l) => l.includes(text));
-}
-
-/** The object's log prefix in the operator's output. */
-function ref(namespace: string, name = NAME): string {
-  return `[${namespace}/${name}]`;
-}
 
 /** The time (ms since the epoch) of a log line in the `full` format: `[2024-01-31 12:34:56,789] …`. */
 function timeOf(line: string): number {
