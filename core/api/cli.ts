@@ -205,6 +205,8 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
 
   const controller = new AbortController();
   const settings = createSettings();
+  // As in Kopf, where --quiet keeps info messages from ever reaching the Events poster.
+  if (o.quiet) settings.posting.level = "warning";
   let signals = 0;
   const onSignal = () => {
     signals++;

@@ -280,6 +280,8 @@ export async function* objectEvents(
   events: AsyncIterable<WatcherEvent>,
   onOther?: (event: WatcherEvent) => void,
 ): AsyncGenerator<ObjectEvent> {
+  // Only what is needed to recognise unchanged objects and to report vanished ones: a slim copy,
+  // not whole bodies (which would double the operator's memory for large clusters).
   const known = new Map<string, KubeObject>();
   let seen: Set<string> | undefined;
   let firstList = true;
@@ -293,7 +295,7 @@ export async function* objectEvents(
         const key = keyOf(event.object);
         seen?.add(key);
         const before = known.get(key);
-        known.set(key, event.object);
+        known.set(key, slim(event.object));
         const same = before?.metadata?.resourceVersion === event.object.metadata?.resourceVersion &&
           before?.metadata?.uid === event.object.metadata?.uid;
         yield {
@@ -317,7 +319,7 @@ export async function* objectEvents(
         onOther?.(event);
         break;
       case "apply":
-        known.set(keyOf(event.object), event.object);
+        known.set(keyOf(event.object), slim(event.object));
         yield { type: "apply", object: event.object, initial: false, raw: event.raw };
         break;
       case "delete":
@@ -328,4 +330,22 @@ export async function* objectEvents(
         onOther?.(event);
     }
   }
+}
+
+/** The identity of an object: enough to compare versions and to report its deletion. */
+function slim(object: KubeObject): KubeObject {
+  const meta = object.metadata ?? {};
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: {
+      name: meta.name,
+      namespace: meta.namespace,
+      uid: meta.uid,
+      resourceVersion: meta.resourceVersion,
+      ...(meta.labels ? { labels: meta.labels } : {}),
+      ...(meta.annotations ? { annotations: meta.annotations } : {}),
+      ...(meta.finalizers ? { finalizers: meta.finalizers } : {}),
+    },
+  };
 }

@@ -298,11 +298,10 @@ export class Orchestrator {
     const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,
       process: (memory, event) => processEvent(deps, memory, event),
-      createMemory: (body, wake) => ({
+      createMemory: (_body, wake) => ({
         memo: shallowCopy(this.#deps.memo),
         handledOnce: false,
         wake,
-        latest: body,
       }),
       logger,
       signal,

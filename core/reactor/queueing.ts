@@ -153,7 +153,8 @@ class ObjectWorker {
       const wrote = result.body !== undefined &&
         result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
       current = result.body ? { type: "MODIFIED", body: result.body, internal: true } : event;
-      this.memory.latest = current.body;
+      // Kept only for wake-ups by daemons and timers; other objects need no body in memory.
+      if (this.memory.spawner) this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
       dueIn = result.delay;
       // After our own write, look at the stored object once more: it may contain someone else's
