@@ -1,0 +1,50 @@
+/**
+ * The benchmark's handlers for this framework: the same three handlers as `kopf_py.py`.
+ *
+ * - `create_fn` returns `{message, started}` → `status.create_fn` (`started`: ms since the epoch
+ *   when the handler began, for the creation-to-handler latency);
+ * - `update_fn` returns `{value, started}` → `status.update_fn` (`value`: `spec.value`);
+ * - `delete_fn` (only with `BENCH_DELETE=1`, so that the other scenarios run without finalizers).
+ *
+ * Every run is appended to `$BENCH_RUNLOG` (one line per handler run) so that the harness can
+ * count handler runs independently of what reaches the API server. With `BENCH_NO_EVENTS=1`
+ * (the harness's opt-in `kopf-ts-noevents` contender) posting of Events is switched off.
+ *
+ *   deno run -A cli.ts run bench/handlers/kopf_ts.ts -n NAMESPACE --standalone -q
+ * @module
+ */
+import { on } from "../../mod.ts";
+
+const runlogPath = Deno.env.get("BENCH_RUNLOG");
+const runlog = runlogPath
+  ? Deno.openSync(runlogPath, { create: true, append: true, write: true })
+  : undefined;
+const encoder = new TextEncoder();
+
+function record(handler: string, name: string | undefined, started: number): void {
+  runlog?.writeSync(encoder.encode(`${handler} ${name} ${started}\n`));
+}
+
+on.create("kopfexamples", function create_fn({ name }) {
+  const started = Date.now();
+  record("create", name, started);
+  return { message: "hello", started };
+});
+
+on.update("kopfexamples", function update_fn({ name, spec }) {
+  const started = Date.now();
+  record("update", name, started);
+  return { value: spec["value"] ?? null, started };
+});
+
+if (Deno.env.get("BENCH_NO_EVENTS") === "1") {
+  on.startup(function no_events({ settings }) {
+    settings.posting.enabled = false;
+  });
+}
+
+if (Deno.env.get("BENCH_DELETE") === "1") {
+  on.delete("kopfexamples", function delete_fn({ name }) {
+    record("delete", name, Date.now());
+  });
+}

@@ -1,0 +1,369 @@
+/**
+ * The benchmark's result types and its Markdown report: absolute figures per contender (medians
+ * over the repetitions), the ratios this framework ÷ Kopf and this framework ÷ raw floor, the
+ * requests by verb, machine details, versions, and the issue's aims checked against the numbers.
+ * @module
+ */
+import type { RequestSummary } from "./audit.ts";
+import { median } from "./stats.ts";
+
+/** One scenario of one contender in one repetition. */
+export interface PhaseResult {
+  readonly name: string;
+  readonly startedAt: number;
+  readonly completedAt: number;
+  /** End of the measurement window (after the operator settled). */
+  readonly windowEnd: number;
+  /** Whether the scenario's condition was met before its timeout. */
+  readonly complete: boolean;
+  readonly metrics: Record<string, number>;
+  readonly requests: RequestSummary;
+  readonly handlerRuns: Record<string, number>;
+  /** Whether `peakRssMiB` is the peak within this scenario (else since the process started). */
+  readonly peakIsSincePhaseStart: boolean;
+}
+
+/** All scenarios of one contender in one repetition. */
+export interface ContenderRun {
+  readonly contender: string;
+  readonly rep: number;
+  readonly phases: Record<string, PhaseResult>;
+  readonly error?: string | undefined;
+}
+
+/** The whole result file. */
+export interface BenchResults {
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly config: Record<string, unknown>;
+  readonly machine: Record<string, string | number>;
+  readonly versions: Record<string, string>;
+  readonly contenders: readonly { id: string; label: string; userAgent: string }[];
+  readonly runs: readonly ContenderRun[];
+}
+
+type Better = "lower" | "higher" | "";
+
+interface Row {
+  readonly scenario: string;
+  readonly metric: string;
+  readonly phase: string;
+  /** A metric key, or a function of the phase's metrics. */
+  readonly value: string | ((m: Record<string, number>) => number);
+  readonly digits: number;
+  readonly better: Better;
+}
+
+const TS = "kopf-ts", PY = "kopf-py", RAW = "raw-floor";
+
+function rows(config: Record<string, unknown>): Row[] {
+  const n = config["createCount"], rate = config["steadyRate"], secs = config["steadySeconds"];
+  const u = config["updateObjects"], c = config["updateChanges"], idle = config["idleCount"];
+  const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
+  const idleSecs = Number(config["idleSettleMs"] ?? 0) / 1000;
+  const idleTotal = idleSecs + Number(config["idleWindowMs"] ?? 0) / 1000;
+  const create = `Create ${n}`;
+  const steady = `Steady ${rate}/s × ${secs} s`;
+  const updates = `Updates ${u} × ${c}, then 1 × 10`;
+  const idleS = `Idle, ${idle} objects`;
+  const restart = `Restart over ${idle}`;
+  const del = `Delete ${n} (finalizers)`;
+  const backlog = `Backlog ${config["backlogCount"]} (created before start)`;
+  const r = (
+    scenario: string,
+    metric: string,
+    phase: string,
+    value: Row["value"],
+    digits: number,
+    better: Better,
+  ): Row => ({ scenario, metric, phase, value, digits, better });
+  return [
+    r("Startup", "first object handled after start, s", "startup", "readyS", 2, "lower"),
+    r(create, "time until all handled, s", "create", "durationS", 2, "lower"),
+    r(create, "objects/s", "create", "throughput", 1, "higher"),
+    r(create, "(harness: creating them took, s)", "create", "creationS", 2, ""),
+    r(create, "writes per object", "create", perObject, 2, "lower"),
+    r(create, "Event posts", "create", "events", 0, "lower"),
+    r(create, "handler runs", "create", "runs.create", 0, ""),
+    r(create, "creation → handler start p50, ms", "create", "latency.p50", 0, "lower"),
+    r(create, "creation → handler start p99, ms", "create", "latency.p99", 0, "lower"),
+    r(create, "operator CPU, s", "create", "cpuS", 2, "lower"),
+    r(create, "operator peak RSS, MiB", "create", "peakRssMiB", 1, "lower"),
+    r(create, "API server CPU, s", "create", "apiserverCpuS", 2, "lower"),
+    r(create, "watch reconnects", "create", "watches", 0, "lower"),
+    r(steady, "achieved creation rate, /s", "steady", "rate", 1, ""),
+    r(steady, "creation → handler start p50, ms", "steady", "latency.p50", 1, "lower"),
+    r(steady, "creation → handler start p95, ms", "steady", "latency.p95", 1, "lower"),
+    r(steady, "creation → handler start p99, ms", "steady", "latency.p99", 1, "lower"),
+    r(steady, "writes per object", "steady", perObject, 2, "lower"),
+    r(steady, "Event posts", "steady", "events", 0, "lower"),
+    r(steady, "operator CPU, s", "steady", "cpuS", 2, "lower"),
+    r(steady, "API server CPU, s", "steady", "apiserverCpuS", 2, "lower"),
+    r(steady, "watch reconnects", "steady", "watches", 0, "lower"),
+    r(updates, `time until all ${u} × ${c} handled, s`, "updates", "durationS", 2, "lower"),
+    r(updates, "handler runs", "updates", "runs.update", 0, ""),
+    r(updates, "writes per change", "updates", (m) => m["writes"]! / m["changes"]!, 2, "lower"),
+    r(updates, "Event posts", "updates", "events", 0, "lower"),
+    r(updates, "change → handler start p50, ms", "updates", "latency.p50", 0, "lower"),
+    r(updates, "change → handler start p99, ms", "updates", "latency.p99", 0, "lower"),
+    r(updates, "one object alone, 10 changes: p50, ms", "updates", "single.p50", 0, "lower"),
+    r(updates, "operator CPU, s", "updates", "cpuS", 2, "lower"),
+    r("Fill (bulk create)", "objects/s", "fill", "throughput", 1, "higher"),
+    r("Fill (bulk create)", "writes per object", "fill", perObject, 2, "lower"),
+    r(idleS, "operator RSS right after the load, MiB", "idle", "rssAfterLoadMiB", 1, "lower"),
+    r(idleS, `operator RSS after ${idleSecs} s idle, MiB`, "idle", "idleRssMiB", 1, "lower"),
+    r(idleS, `operator CPU over those ${idleTotal} s, s`, "idle", "cpuS", 2, "lower"),
+    r(idleS, `requests over those ${idleTotal} s`, "idle", "requests", 0, "lower"),
+    r(restart, "new object handled after start, s", "restart", "readyS", 2, "lower"),
+    r(restart, "writes to the old objects", "restart", "writes", 0, "lower"),
+    r(restart, "handler runs on the old objects", "restart", "runs.old", 0, "lower"),
+    r(restart, "Event posts", "restart", "events", 0, "lower"),
+    r(restart, "operator CPU, s", "restart", "cpuS", 2, "lower"),
+    r(restart, "operator peak RSS, MiB", "restart", "peakRssMiB", 1, "lower"),
+    r(
+      `Create ${n} with a delete handler`,
+      "writes per object",
+      "create-finalizers",
+      perObject,
+      2,
+      "lower",
+    ),
+    r(
+      `Create ${n} with a delete handler`,
+      "Event posts",
+      "create-finalizers",
+      "events",
+      0,
+      "lower",
+    ),
+    r(del, "time until all gone, s", "delete", "durationS", 2, "lower"),
+    r(del, "writes per object", "delete", perObject, 2, "lower"),
+    r(del, "Event posts", "delete", "events", 0, "lower"),
+    r(del, "handler runs", "delete", "runs.delete", 0, ""),
+    r(del, "operator CPU, s", "delete", "cpuS", 2, "lower"),
+    r(backlog, "time from start until all handled, s", "backlog", "durationS", 2, "lower"),
+    r(backlog, "objects/s", "backlog", "throughput", 1, "higher"),
+    r(backlog, "writes per object", "backlog", perObject, 2, "lower"),
+    r(backlog, "Event posts", "backlog", "events", 0, "lower"),
+    r(backlog, "operator CPU, s", "backlog", "cpuS", 2, "lower"),
+    r(backlog, "operator peak RSS, MiB", "backlog", "peakRssMiB", 1, "lower"),
+    r(backlog, "API server CPU, s", "backlog", "apiserverCpuS", 2, "lower"),
+    r(backlog, "watch reconnects", "backlog", (m) => Math.max(0, m["watches"]! - 1), 0, "lower"),
+    r("Noise", "other processes' CPU in Create, s", "create", "otherCpuS", 2, ""),
+    r("Noise", "other processes' CPU in Backlog, s", "backlog", "otherCpuS", 2, ""),
+    r("Noise", "other processes' CPU in Steady, s", "steady", "otherCpuS", 2, ""),
+    r("Noise", "harness's own CPU in Steady, s", "steady", "harnessCpuS", 2, ""),
+  ];
+}
+
+/** The median of a row's value over the contender's repetitions (NaN if never measured). */
+function valueOf(results: BenchResults, contender: string, row: Row): number {
+  const values: number[] = [];
+  for (const run of results.runs) {
+    if (run.contender !== contender) continue;
+    const phase = run.phases[row.phase];
+    if (!phase) continue;
+    const m = phase.metrics;
+    const v = typeof row.value === "string"
+      ? (m[row.value] ?? (row.value.startsWith("runs.") ? 0 : NaN))
+      : row.value(m);
+    values.push(v);
+  }
+  return median(values);
+}
+
+function incomplete(results: BenchResults, contender: string, phase: string): boolean {
+  return results.runs.some((r) =>
+    r.contender === contender && r.phases[phase] !== undefined && !r.phases[phase]!.complete
+  );
+}
+
+function fmt(value: number, digits: number): string {
+  if (!Number.isFinite(value)) return "—";
+  return value.toLocaleString("en-US", {
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  });
+}
+
+function ratio(a: number, b: number): string {
+  if (!Number.isFinite(a) || !Number.isFinite(b)) return "—";
+  if (b === 0) return a === 0 ? "=" : "—";
+  const r = a / b;
+  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(2) : r.toFixed(2)}×`;
+}
+
+function verbs(summary: RequestSummary | undefined): string {
+  if (!summary) return "—";
+  const entries = Object.entries(summary.byVerbResource).sort((a, b) => b[1] - a[1]);
+  return entries.map(([k, v]) => `${k} ${v}`).join(", ") || "none";
+}
+
+/** Renders the Markdown report. */
+export function renderMarkdown(results: BenchResults): string {
+  const ids = results.contenders.map((c) => c.id);
+  const has = (id: string) => ids.includes(id);
+  const label = (id: string) => results.contenders.find((c) => c.id === id)?.label ?? id;
+  const config = results.config;
+  const reps = Number(config["reps"] ?? 1);
+  const lines: string[] = [];
+  lines.push(`# Benchmark: kopf-ts vs Python Kopf vs raw floor (${config["variant"]})`);
+  lines.push("");
+  lines.push(
+    `Run ${results.startedAt} → ${results.finishedAt}; ${reps} repetition(s), ` +
+      `figures are medians over the repetitions. One control plane for all contenders; ` +
+      `requests counted from the API server's audit log.`,
+  );
+  lines.push("");
+  const m = results.machine, v = results.versions;
+  lines.push(
+    `Machine: ${m["nproc"]} CPUs (${m["cpuModel"]}), ${m["memoryGiB"]} GiB RAM, Linux ` +
+      `${m["kernel"]}; shared by etcd, kube-apiserver, the harness and the operator` +
+      (Number(m["otherApiServers"] ?? 0) > 0
+        ? ` — and by ${m["otherApiServers"]} other control plane(s) running meanwhile (noise)`
+        : "") +
+      ".",
+  );
+  lines.push(
+    `Versions: kopf-ts ${v["kopfTs"]} (commit ${v["commit"]}${
+      v["dirty"] === "yes" ? ", dirty" : ""
+    }), ` +
+      `Deno ${v["deno"]}; ` +
+      (v["python"] && v["python"] !== "-"
+        ? `${v["kopfPython"]} on ${v["python"]}`
+        : "Python Kopf not run") +
+      `; Kubernetes ${v["kubernetes"]}.`,
+  );
+  lines.push("");
+  const header = ["Scenario", "Metric", ...ids.map(label)];
+  if (has(TS) && has(PY)) header.push(`${label(TS)} ÷ Kopf`);
+  if (has(TS) && has(RAW)) header.push(`${label(TS)} ÷ raw`);
+  lines.push(`| ${header.join(" | ")} |`);
+  lines.push(`|${header.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`);
+  let last = "";
+  for (const row of rows(config)) {
+    const values = ids.map((id) => valueOf(results, id, row));
+    if (values.every((x) => !Number.isFinite(x))) continue;
+    const cells = ids.map((id, i) =>
+      fmt(values[i]!, row.digits) + (incomplete(results, id, row.phase) ? " ⚠" : "")
+    );
+    const ts = values[ids.indexOf(TS)] ?? NaN;
+    const noise = row.scenario === "Noise";
+    if (has(TS) && has(PY)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(PY)]!));
+    if (has(TS) && has(RAW)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(RAW)]!));
+    const scenario = row.scenario === last ? "" : `**${row.scenario}**`;
+    last = row.scenario;
+    lines.push(`| ${scenario} | ${row.metric}${arrow(row.better)} | ${cells.join(" | ")} |`);
+  }
+  lines.push("");
+  lines.push(
+    "↓ lower is better, ↑ higher is better. ⚠ = the scenario did not complete within its " +
+      'timeout. "Writes" are create/update/patch/delete requests to anything but Events; ' +
+      "Event posts are counted separately. Latencies are from the harness sending the create " +
+      "(or patch) request to the handler's first line (same clock).",
+  );
+  lines.push("");
+  lines.push("## Requests by verb and resource (repetition 1)");
+  lines.push("");
+  lines.push(`| Scenario | ${ids.map(label).join(" | ")} |`);
+  lines.push(`| --- |${ids.map(() => " --- ").join("|")}|`);
+  const phases = [
+    "startup",
+    "create",
+    "steady",
+    "updates",
+    "fill",
+    "idle",
+    "restart",
+    "create-finalizers",
+    "delete",
+    "backlog",
+  ];
+  for (const phase of phases) {
+    const cells = ids.map((id) => {
+      const run = results.runs.find((r) => r.contender === id && r.rep === 1);
+      return verbs(run?.phases[phase]?.requests);
+    });
+    if (cells.every((c) => c === "—")) continue;
+    lines.push(`| ${phase} | ${cells.join(" | ")} |`);
+  }
+  lines.push("");
+  const errors = results.runs.filter((r) => r.error);
+  if (errors.length) {
+    lines.push("## Failures");
+    lines.push("");
+    for (const r of errors) {
+      lines.push(`- ${label(r.contender)} (repetition ${r.rep}): ${r.error?.split("\n")[0]}`);
+    }
+    lines.push("");
+  }
+  lines.push(...aims(results, has, label));
+  return lines.join("\n") + "\n";
+}
+
+function arrow(better: Better): string {
+  return better === "lower" ? " ↓" : better === "higher" ? " ↑" : "";
+}
+
+function aims(
+  results: BenchResults,
+  has: (id: string) => boolean,
+  label: (id: string) => string,
+): string[] {
+  const config = results.config;
+  const get = (id: string, phase: string, key: string | ((m: Record<string, number>) => number)) =>
+    has(id)
+      ? valueOf(results, id, { scenario: "", metric: "", phase, value: key, digits: 0, better: "" })
+      : NaN;
+  const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
+  const verdict = (ok: boolean | undefined) =>
+    ok === undefined ? "not measured" : ok ? "**met**" : "**not met**";
+  const out: string[] = ["## Aims of issue #6", ""];
+  const writes = get(TS, "create", perObject);
+  const kopfWrites = get(PY, "create", perObject);
+  out.push(
+    `- Writes per simple create ≤ 1 (plus aggregated Events): ${fmt(writes, 2)} ` +
+      `(Kopf: ${fmt(kopfWrites, 2)}, raw floor: ${fmt(get(RAW, "create", perObject), 2)}) — ` +
+      `${verdict(Number.isFinite(writes) ? writes <= 1 : undefined)}.`,
+  );
+  const tput = get(TS, "backlog", "throughput");
+  const kopfTput = get(PY, "backlog", "throughput");
+  const rawTput = get(RAW, "backlog", "throughput");
+  const ctput = get(TS, "create", "throughput");
+  out.push(
+    `- Throughput ≥ 3× Kopf: ${ratio(tput, kopfTput)} — ` +
+      `${verdict(Number.isFinite(tput / kopfTput) ? tput / kopfTput >= 3 : undefined)}; ` +
+      `≥ 0.9× the raw floor: ${ratio(tput, rawTput)} — ` +
+      `${verdict(Number.isFinite(tput / rawTput) ? tput / rawTput >= 0.9 : undefined)} ` +
+      `(backlog of ${config["backlogCount"]}; while the harness creates ${
+        config["createCount"]
+      }: ` +
+      `${ratio(ctput, get(PY, "create", "throughput"))} Kopf, ` +
+      `${ratio(ctput, get(RAW, "create", "throughput"))} raw floor).`,
+  );
+  const p99 = get(TS, "steady", "latency.p99");
+  const rate = get(TS, "steady", "rate");
+  out.push(
+    `- p99 creation-to-handler latency ≤ 50 ms at 100 objects/s: ${fmt(p99, 1)} ms at ` +
+      `${fmt(rate, 0)}/s — ${verdict(Number.isFinite(p99) ? p99 <= 50 : undefined)}.`,
+  );
+  const rss = get(TS, "idle", "idleRssMiB"), kopfRss = get(PY, "idle", "idleRssMiB");
+  out.push(
+    `- RSS watching 10,000 objects ≤ 0.3× Kopf's: ${ratio(rss, kopfRss)} with ` +
+      `${config["idleCount"]} objects — ` +
+      `${verdict(Number.isFinite(rss / kopfRss) ? rss / kopfRss <= 0.3 : undefined)}` +
+      `${
+        config["idleCount"] !== 10_000
+          ? " (measured at " + config["idleCount"] + "; the 10,000 case runs with --full)"
+          : ""
+      }.`,
+  );
+  const restartWrites = get(TS, "restart", "writes");
+  out.push(
+    `- Restart over handled objects: zero writes: ${fmt(restartWrites, 0)} — ` +
+      `${verdict(Number.isFinite(restartWrites) ? restartWrites === 0 : undefined)} ` +
+      `(${label(PY)}: ${fmt(get(PY, "restart", "writes"), 0)}).`,
+  );
+  out.push("");
+  return out;
+}
