@@ -808,6 +808,19 @@ async function main(): Promise<number> {
     ...overrides,
   };
   const started = new Date();
+  // The code under test is what is checked out when the run starts (operators load it then).
+  const commit = await commandOutput(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = (await commandOutput([
+    "git",
+    "-C",
+    ROOT,
+    "status",
+    "--porcelain",
+    "--",
+    "core",
+    "mod.ts",
+    "cli.ts",
+  ])).length > 0;
 
   // Python Kopf: the virtualenv made by tools/python-kopf.sh (pinned release from PyPI).
   let venv: string | undefined;
@@ -939,23 +952,26 @@ async function main(): Promise<number> {
         python: venv ? await commandOutput([`${venv}/bin/python`, "--version"]) : "-",
         kubernetes: versionInfo.gitVersion ?? "unknown",
         kopfTs: JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)).version ?? "?",
-        commit: await commandOutput(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]),
-        dirty: (await commandOutput(["git", "-C", ROOT, "status", "--porcelain"])).length > 0
-          ? "yes"
-          : "no",
+        commit: await (async () => {
+          const end = await commandOutput(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]);
+          return end === commit ? commit : `${commit}, HEAD moved to ${end} during the run`;
+        })(),
+        dirty: dirty ? "yes" : "no",
       },
       contenders: list.map((c) => ({ id: c.id, label: c.label, userAgent: c.userAgent })),
       runs,
     };
     await Deno.mkdir(RESULTS, { recursive: true });
     const stamp = started.toISOString().replace(/[:.]/g, "-").replace(/-\d\d\dZ$/, "Z");
-    const jsonPath = `${RESULTS}/${stamp}-${config.variant}.json`;
+    // Runs with --only or --set are diagnostics: kept beside the others, not as latest.md.
+    const custom = Boolean(only) || Object.keys(overrides).length > 0;
+    const jsonPath = `${RESULTS}/${stamp}-${config.variant}${custom ? "-custom" : ""}.json`;
     await Deno.writeTextFile(jsonPath, JSON.stringify(results, null, 2) + "\n");
     const markdown = renderMarkdown(results);
-    await Deno.writeTextFile(`${RESULTS}/latest.md`, markdown);
+    if (!custom) await Deno.writeTextFile(`${RESULTS}/latest.md`, markdown);
     await Deno.writeTextFile(jsonPath.replace(/\.json$/, ".md"), markdown);
     console.log(markdown);
-    log(`results: ${jsonPath}, ${RESULTS}/latest.md`);
+    log(`results: ${jsonPath}${custom ? "" : `, ${RESULTS}/latest.md`}`);
     return runs.some((r) => r.error) ? 1 : 0;
   } finally {
     await stopAll();
