@@ -9,7 +9,7 @@
  */
 
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { eventually } from "./_support.ts";
+import { captureLines, eventually } from "./_support.ts";
 
 /** The Python Kopf installation, or why there is none. */
 export type PythonKopfAvailability =
@@ -107,22 +107,7 @@ export async function runPythonKopf(
     stderr: "piped",
     stdin: "null",
   }).spawn();
-  const lines: string[] = [];
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    let buffer = "";
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      const parts = buffer.split("\n");
-      buffer = parts.pop()!;
-      lines.push(...parts);
-    }
-    if (buffer) lines.push(buffer);
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const exited = child.status.then(async (s) => {
-    await pumps;
-    return s.code;
-  });
+  const { lines, exited } = captureLines(child);
   let stopping: Promise<number> | undefined;
   const stop = () =>
     stopping ??= (async () => {

@@ -14,7 +14,7 @@ import { operator, type OperatorOptions } from "../core/reactor/running.ts";
 import type { OperatorStats } from "../core/reactor/orchestration.ts";
 import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { eventually } from "./_support.ts";
+import { captureLines, eventually } from "./_support.ts";
 
 /** An operator running in this process. */
 export interface InProcessOperator extends AsyncDisposable {
@@ -110,22 +110,7 @@ export async function spawnOperator(
     stderr: "piped",
     stdin: "null",
   }).spawn();
-  const lines: string[] = [];
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    let buffer = "";
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      const parts = buffer.split("\n");
-      buffer = parts.pop()!;
-      lines.push(...parts);
-    }
-    if (buffer) lines.push(buffer);
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const exited = child.status.then(async (s) => {
-    await pumps;
-    return s.code;
-  });
+  const { lines, exited } = captureLines(child);
   const stop = async () => {
     try {
       child.kill("SIGTERM");

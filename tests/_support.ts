@@ -208,3 +208,30 @@ export class PausableTcpProxy implements AsyncDisposable {
     await this.#accepting.catch(() => {});
   }
 }
+
+/**
+ * Captures a child process's stdout and stderr as lines.
+ * @param child A process spawned with both streams piped.
+ * @returns The growing list of lines and the exit code (resolved after all output was read).
+ */
+export function captureLines(
+  child: Deno.ChildProcess,
+): { lines: string[]; exited: Promise<number> } {
+  const lines: string[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    let buffer = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    }
+    if (buffer) lines.push(buffer);
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const exited = child.status.then(async (s) => {
+    await pumps;
+    return s.code;
+  });
+  return { lines, exited };
+}
