@@ -105,8 +105,12 @@ class ObjectWorker {
           if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
           this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
         } else if (deps.settings.batchWindow > 0) {
-          // Coalesce a burst: keep taking newer events until the window passes quietly.
+          // Opt-in batching (Kopf 1.3x's default): wait, so a burst collapses to its latest event.
           await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
+        } else {
+          // One macrotask only: events already read from the stream in the same chunk land
+          // first, so a burst still collapses without delaying a lone change.
+          await new Promise((resolve) => setTimeout(resolve, 0));
         }
       }
       const event = this.pending!;

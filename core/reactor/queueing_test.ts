@@ -179,6 +179,43 @@ Deno.test("ObjectQueue coalesces a burst for an idle worker to the latest event 
   await h.stop();
 });
 
+Deno.test("ObjectQueue without a batch window coalesces only events that arrive together (SUB-31, CFG-51)", async () => {
+  const h = harness(() => ({}), { batchWindow: 0 });
+  h.queue.push(ev("a", "1"));
+  await until(() => h.calls.length === 1, "first call");
+  await sleep(10); // the worker now waits for events
+  // Arriving in one tick (as from one chunk of a watch stream): one cycle for the latest.
+  h.queue.push(ev("a", "2"));
+  h.queue.push(ev("a", "3"));
+  await until(() => h.calls.length === 2, "second call");
+  // Arriving apart: each is processed, none waits for a window that may bring another.
+  await sleep(20);
+  h.queue.push(ev("a", "4"));
+  await until(() => h.calls.length === 3, "third call");
+  await sleep(20);
+  h.queue.push(ev("a", "5"));
+  await until(() => h.calls.length === 4, "fourth call");
+  await sleep(20);
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["1", "3", "4", "5"]);
+  await h.stop();
+});
+
+Deno.test("ObjectQueue with a batch window collapses events spread over the window (CFG-51)", async () => {
+  const h = harness(() => ({}), { batchWindow: 0.2 });
+  h.queue.push(ev("a", "1"));
+  await until(() => h.calls.length === 1, "first call");
+  await sleep(10);
+  h.queue.push(ev("a", "2"));
+  await sleep(20);
+  h.queue.push(ev("a", "3"));
+  await sleep(20);
+  h.queue.push(ev("a", "4"));
+  await until(() => h.calls.length === 2, "second call");
+  await sleep(20);
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["1", "4"]);
+  await h.stop();
+});
+
 // Deliberate difference from Kopf (docs/settings.md): the event that starts a worker is
 // processed at once (no batch-window delay, for low creation latency); the rest of the burst is
 // coalesced to its latest event. An extra cycle costs no write when nothing essential changed.

@@ -94,7 +94,11 @@ export interface QueueingSettings {
   workerLimit: number | null;
   /** An idle per-object worker exits after this long. @default 5 */
   idleTimeout: number;
-  /** Events of one object arriving within this window are coalesced to the latest. @default 0.1 */
+  /**
+   * A worker woken by an event first waits this long, so that a burst of events of one object
+   * is coalesced to the latest. 0 (the default, as in later Kopf versions) processes at once;
+   * events arriving while a cycle runs are coalesced either way. @default 0
+   */
   batchWindow: number;
   /** Time for workers to finish when their watch stream stops. @default 2 */
   exitTimeout: number;
@@ -205,7 +209,7 @@ export function createSettings(
   const queueing: QueueingSettings = {
     workerLimit: null,
     idleTimeout: 5,
-    batchWindow: 0.1,
+    batchWindow: 0,
     exitTimeout: 2,
     errorDelays: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
     ...overrides.queueing,
