@@ -269,8 +269,12 @@ export class IndexingReadiness {
   wait(signal: AbortSignal): Promise<void> {
     if (this.#open || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      this.#waiters.push(resolve);
-      signal.addEventListener("abort", () => resolve(), { once: true });
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#waiters.push(done);
+      signal.addEventListener("abort", done, { once: true });
     });
   }
 }

@@ -77,12 +77,14 @@ class ObjectWorker {
     if (this.pending) return true;
     const signal = this.queue.deps.signal;
     await new Promise<void>((resolve) => {
-      const timer = seconds === undefined ? undefined : setTimeout(resolve, seconds * 1000);
+      // Every way out goes through `done`: a listener left on the long-lived signal would keep
+      // this worker (and its timer) alive for as long as the operator runs.
       const done = () => {
         clearTimeout(timer);
         signal.removeEventListener("abort", done);
         resolve();
       };
+      const timer = seconds === undefined ? undefined : setTimeout(done, seconds * 1000);
       this.#wake = done;
       signal.addEventListener("abort", done, { once: true });
     });

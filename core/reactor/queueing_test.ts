@@ -47,6 +47,7 @@ function harness(
   limiter?: Semaphore,
 ) {
   const controller = new AbortController();
+  const listeners = trackAbortListeners(controller.signal);
   const settings = createSettings({
     queueing: { batchWindow: 0.005, idleTimeout: 0.05, errorDelays: [0.03, 0.06], ...queueing },
   }).queueing;
@@ -89,6 +90,7 @@ function harness(
     logs,
     memories,
     stop,
+    listeners,
     get maxPerObject() {
       return maxPerObject;
     },
@@ -96,6 +98,22 @@ function harness(
       return maxOverall;
     },
   };
+}
+
+/** Keeps count of the "abort" listeners currently registered on a signal. */
+function trackAbortListeners(signal: AbortSignal): Set<unknown> {
+  const live = new Set<unknown>();
+  const add = signal.addEventListener.bind(signal);
+  const remove = signal.removeEventListener.bind(signal);
+  signal.addEventListener = ((type: string, listener: EventListener, options?: unknown) => {
+    if (type === "abort") live.add(listener);
+    add(type, listener, options as AddEventListenerOptions);
+  }) as typeof signal.addEventListener;
+  signal.removeEventListener = ((type: string, listener: EventListener, options?: unknown) => {
+    if (type === "abort") live.delete(listener);
+    remove(type, listener, options as EventListenerOptions);
+  }) as typeof signal.removeEventListener;
+  return live;
 }
 
 function gate() {
@@ -383,6 +401,22 @@ Deno.test("ObjectQueue workers exit after idleTimeout; the memory stays (SUB-31,
   await until(() => h.calls.length === 2, "a new worker");
   assert.equal(h.memories.length, 1, "the memory is created once");
   assert.equal(h.calls[0]!.memory, h.calls[1]!.memory);
+  await h.stop();
+});
+
+// Regression: an idle worker that timed out left its wake-up listener on the operator's signal,
+// keeping the worker and its timer alive for as long as the operator ran (found in a heap
+// snapshot: one ObjectWorker per object ever processed).
+Deno.test("ObjectQueue workers that exit when idle leave no listener on the signal (SUB-31)", async () => {
+  const h = harness();
+  for (const uid of ["a", "b", "c", "d"]) h.queue.push(ev(uid, "1"));
+  await until(() => h.calls.length === 4, "all processed");
+  await until(() => h.queue.active === 0, "the idle workers to exit");
+  assert.equal(h.listeners.size, 0);
+  h.queue.push(ev("a", "2"));
+  await until(() => h.calls.length === 5, "a new worker");
+  await until(() => h.queue.active === 0, "it to exit again");
+  assert.equal(h.listeners.size, 0);
   await h.stop();
 });
 
