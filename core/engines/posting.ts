@@ -13,7 +13,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { postEvent } from "../client/events.ts";
 import type { KubeApi } from "../client/api.ts";
-import { isAtLeast, type LogEntry, type Logger, type ObjectRef } from "../actions/loggers.ts";
+import {
+  isAtLeast,
+  type LogEntry,
+  type Logger,
+  type LogListener,
+  type ObjectRef,
+} from "../actions/loggers.ts";
 import type { LogLevel, PostingSettings } from "../settings/settings.ts";
 import { sleep } from "../util/backoff.ts";
 
@@ -38,6 +44,9 @@ const TYPES: Readonly<Record<LogLevel, string>> = {
 };
 
 const MAX_MESSAGE = 1024;
+
+/** Events posted at once per batch. */
+const POST_CONCURRENCY = 4;
 
 /** Shortens a message by cutting its middle, as Kopf does for the API server's limit. */
 export function shortenMessage(message: string): string {
@@ -67,16 +76,20 @@ export class EventPoster {
   }
 
   /** A log listener that queues qualifying object messages. */
-  readonly listener = (entry: LogEntry): void => {
-    if (!entry.object || entry.local || !this.#settings.enabled) return;
-    if (!isAtLeast(entry.level, this.#settings.level)) return;
+  readonly listener: LogListener = Object.assign((entry: LogEntry): void => {
+    if (!entry.object || !this.#accepts(entry.level, entry.local ?? false)) return;
     this.enqueue({
       ref: entry.object,
       type: TYPES[entry.level],
       reason: "Logging",
       message: entry.message,
     });
-  };
+  }, { accepts: (level: LogLevel, local: boolean): boolean => this.#accepts(level, local) });
+
+  /** Whether a message of this level and locality can become an Event (settings are live). */
+  #accepts(level: LogLevel, local: boolean): boolean {
+    return !local && this.#settings.enabled && isAtLeast(level, this.#settings.level);
+  }
 
   /**
    * Queues an Event. Events about Events are dropped (they would multiply without end).
@@ -105,8 +118,14 @@ export class EventPoster {
     while (!signal.aborted) {
       if (this.#queue.length === 0) {
         await new Promise<void>((resolve) => {
-          this.#wake = resolve;
-          signal.addEventListener("abort", () => resolve(), { once: true });
+          // Removed again on wake-up: this loop waits here once per batch, for as long as the
+          // operator runs, and must not pile listeners up on the operator's signal.
+          const done = () => {
+            signal.removeEventListener("abort", done);
+            resolve();
+          };
+          this.#wake = done;
+          signal.addEventListener("abort", done, { once: true });
         });
         this.#wake = undefined;
         if (signal.aborted) break;
@@ -142,7 +161,7 @@ export class EventPoster {
     }
     const perObject = new Map<string, number>();
     const suppressed = new Map<string, { ref: ObjectRef; count: number }>();
-    const posts: Promise<void>[] = [];
+    const posts: (() => Promise<void>)[] = [];
     for (const { event, count } of groups.values()) {
       const objectKey = event.ref.uid ?? `${event.ref.namespace}/${event.ref.name}`;
       const n = (perObject.get(objectKey) ?? 0) + 1;
@@ -153,14 +172,20 @@ export class EventPoster {
         suppressed.set(objectKey, s);
         continue;
       }
-      posts.push(this.#post(event, count));
+      posts.push(() => this.#post(event, count));
     }
     for (const { ref, count } of suppressed.values()) {
       const message =
         `${count} more messages were not posted as Events (rate limit); see the operator's log`;
-      posts.push(this.#post({ ref, type: "Warning", reason: "Throttled", message }, 1));
+      posts.push(() => this.#post({ ref, type: "Warning", reason: "Throttled", message }, 1));
     }
-    await Promise.all(posts);
+    // A few at a time: a window's batch (one or two Events per object handled in it) released
+    // at once would compete with the operator's own patches for the API server.
+    let next = 0;
+    const lane = async () => {
+      while (next < posts.length) await posts[next++]!();
+    };
+    await Promise.all(Array.from({ length: Math.min(POST_CONCURRENCY, posts.length) }, lane));
   }
 
   async #post(event: PendingEvent, count: number): Promise<void> {
