@@ -202,7 +202,7 @@ export class ObjectQueue {
     }
     let memory = this.#memories.get(key);
     if (!memory) {
-      memory = this.deps.createMemory(event.body, () => this.#wake(key));
+      memory = this.deps.createMemory(event.body, this.#waker(key));
       this.#memories.set(key, memory);
     }
     const started = new ObjectWorker(key, memory, this, event);
@@ -217,6 +217,12 @@ export class ObjectQueue {
         this.push(again);
       }
     });
+  }
+
+  // A closure made here, not in push(): closures of one function share their captured
+  // variables, so one made in push() would keep that call's first worker alive with the memory.
+  #waker(key: string): () => void {
+    return () => this.#wake(key);
   }
 
   #wake(key: string): void {
