@@ -210,3 +210,39 @@ export { Index, Store } from "./core/engines/indexing.ts";
 export type { IndexView } from "./core/intents/contexts.ts";
 export { run, type RunningOperator, start } from "./core/api/embedding.ts";
 export type { OperatorStats } from "./core/reactor/orchestration.ts";
+export type { AdmissionOptions, Admitting } from "./core/api/on.ts";
+export type { AdmissionContext } from "./core/intents/contexts.ts";
+export type { WebhookHandler, WebhookKind } from "./core/intents/handlers.ts";
+export { AdmissionError } from "./core/engines/admission.ts";
+export {
+  type CertificateIssuer,
+  getDefaultCertificateIssuer,
+  type IssuedServerCertificate,
+  type LocalClusterServerOptions,
+  setDefaultCertificateIssuer,
+  WebhookAutoServer,
+  WebhookK3dServer,
+  WebhookMinikubeServer,
+  WebhookServer,
+  type WebhookServerOptions,
+} from "./core/engines/webhooks.ts";
+export type {
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionReview,
+  GroupVersionKind,
+  GroupVersionResource,
+  Headers,
+  Operation,
+  SSLPeer,
+  UserInfo,
+  WebhookClientConfig,
+  WebhookClientConfigService,
+  WebhookFn,
+  WebhookFnOptions,
+  WebhookServeFn,
+  WebhookServeOptions,
+  WebhookServerProtocol,
+} from "./core/structs/admission.ts";
+// Also installs the self-signed certificate issuer that webhook servers use by default.
+export { selfSignedServerCertificate } from "./kits/certificates.ts";

@@ -24,9 +24,19 @@
  * @module
  */
 
-// reflect-metadata must be loaded before @peculiar/x509 (its ASN.1 schemas use decorators).
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
+import {
+  type IssuedServerCertificate,
+  setDefaultCertificateIssuer,
+} from "../core/engines/webhooks.ts";
+
+// Loaded on first use, so that importing this kit (the main module does, for webhook servers)
+// costs nothing until a certificate is made. reflect-metadata must be loaded before
+// @peculiar/x509 (its ASN.1 schemas use decorators).
+let loading: Promise<typeof X509> | undefined;
+function loadX509(): Promise<typeof X509> {
+  return loading ??= import("reflect-metadata").then(() => import("@peculiar/x509"));
+}
 
 /**
  * How a leaf certificate may be used: `"server"` = TLS serverAuth, `"client"` = TLS clientAuth.
@@ -181,6 +191,7 @@ const DAY_MS = 24 * HOUR_MS;
 export async function createCertificateAuthority(
   options: CertificateAuthorityOptions = {},
 ): Promise<CertificateAuthority> {
+  const x509 = await loadX509();
   const keys = await crypto.subtle.generateKey(EC_P256, true, ["sign", "verify"]);
   const name = subjectName(options.commonName ?? "kopf-ts-ca", options.organization);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -229,6 +240,7 @@ export async function issueCertificate(
   ca: CertificateAuthority,
   options: CertificateOptions,
 ): Promise<IssuedCertificate> {
+  const x509 = await loadX509();
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await crypto.subtle.importKey(
     "pkcs8",
@@ -240,7 +252,7 @@ export async function issueCertificate(
   const keys = await crypto.subtle.generateKey(EC_P256, true, ["sign", "verify"]);
   const usages = typeof options.usages === "string" ? [options.usages] : options.usages;
   if (usages.length === 0) throw new TypeError("issueCertificate: `usages` must not be empty");
-  const extensions: x509.Extension[] = [
+  const extensions: X509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
     new x509.ExtendedKeyUsageExtension(
@@ -252,7 +264,7 @@ export async function issueCertificate(
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
     await x509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto),
   ];
-  const altNames: x509.JsonGeneralName[] = [
+  const altNames: X509.JsonGeneralName[] = [
     ...(options.dnsNames ?? []).map((value) => ({ type: "dns" as const, value })),
     ...(options.ipAddresses ?? []).map((value) => ({ type: "ip" as const, value })),
   ];
@@ -286,6 +298,7 @@ export async function issueCertificate(
  * ```
  */
 export async function generateKeyPair(algorithm: KeyAlgorithm = "ec-p256"): Promise<KeyPairPem> {
+  const x509 = await loadX509();
   const keys = await crypto.subtle.generateKey(
     algorithm === "rsa-2048" ? RSA_2048 : EC_P256,
     true,
@@ -299,14 +312,15 @@ export async function generateKeyPair(algorithm: KeyAlgorithm = "ec-p256"): Prom
 }
 
 async function exportPrivateKey(key: CryptoKey): Promise<string> {
+  const x509 = await loadX509();
   return x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", key), "PRIVATE KEY");
 }
 
 function subjectName(
   commonName: string,
   organization: string | readonly string[] | undefined,
-): x509.JsonName {
-  const name: x509.JsonName = [{ CN: [commonName] }];
+): X509.JsonName {
+  const name: X509.JsonName = [{ CN: [commonName] }];
   const orgs = organization === undefined
     ? []
     : typeof organization === "string"
@@ -330,3 +344,40 @@ function randomSerialNumber(): string {
   bytes[0] = (bytes[0] ?? 0) & 0x7f | 0x01;
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/**
+ * Issues a self-signed webhook server certificate: a fresh CA, and a server certificate for
+ * the given host names and IP addresses (the first non-IP name, else the first IP, is the
+ * common name). Webhook servers use it when they are given no certificate files; it is
+ * installed as their default when this kit is loaded.
+ *
+ * @param hostnames DNS names and IP addresses for the subjectAltNames.
+ * @returns The server certificate, its key, and the CA for `caBundle`.
+ * @example
+ * ```ts
+ * import { selfSignedServerCertificate } from "./certificates.ts";
+ *
+ * const { certPem, keyPem, caPem } = await selfSignedServerCertificate(["localhost", "127.0.0.1"]);
+ * ```
+ */
+export async function selfSignedServerCertificate(
+  hostnames: readonly string[],
+): Promise<IssuedServerCertificate> {
+  const ips = hostnames.filter(isIpAddress).map((ip) => ip.replace(/^\[|\]$/g, ""));
+  const dnsNames = hostnames.filter((name) => !isIpAddress(name));
+  const commonName = dnsNames[0] ?? ips[0] ?? "localhost";
+  const ca = await createCertificateAuthority({ commonName: `${commonName} (kopf webhook CA)` });
+  const server = await issueCertificate(ca, {
+    commonName,
+    dnsNames,
+    ipAddresses: ips,
+    usages: "server",
+  });
+  return { certPem: server.certPem, keyPem: server.keyPem, caPem: ca.certPem };
+}
+
+function isIpAddress(name: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(name) || name.includes(":");
+}
+
+setDefaultCertificateIssuer(selfSignedServerCertificate);

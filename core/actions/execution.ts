@@ -136,6 +136,8 @@ export function isFinal(outcome: Outcome): boolean {
  * @param state When it started and how many attempts were made.
  * @param attempt Runs the handler; receives a signal aborted when the timeout passes.
  * @param now The current time (injectable for tests).
+ * @param parent A signal the attempt's signal also follows (e.g. the operator's shutdown):
+ *   without a timeout, the attempt gets this very signal — no combined signal is built.
  * @returns The outcome; never throws for handler errors.
  */
 export async function execute(
@@ -143,6 +145,7 @@ export async function execute(
   state: AttemptState,
   attempt: (signal: AbortSignal) => unknown,
   now: Date = new Date(),
+  parent?: AbortSignal,
 ): Promise<Outcome> {
   const elapsed = (now.getTime() - state.started.getTime()) / 1000;
   if (policy.timeout !== undefined && elapsed > policy.timeout) {
@@ -161,25 +164,33 @@ export async function execute(
       ),
     };
   }
-  const controller = new AbortController();
+  // Only a timeout aborts the attempt's own controller; without one, none is needed.
+  const controller = policy.timeout !== undefined || parent === undefined
+    ? new AbortController()
+    : undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   if (policy.timeout !== undefined) {
     const left = Math.max(0, policy.timeout - elapsed) * 1000;
     timer = setTimeout(
-      () => controller.abort(new HandlerTimeoutError(`Handler '${policy.id}' has timed out`)),
+      () => controller!.abort(new HandlerTimeoutError(`Handler '${policy.id}' has timed out`)),
       left,
     );
   }
+  const signal = controller === undefined
+    ? parent!
+    : parent === undefined
+    ? controller.signal
+    : AbortSignal.any([controller.signal, parent]);
   try {
-    const result = await attempt(controller.signal);
+    const result = await attempt(signal);
     // A handler that ignored its aborted signal and finished late has still timed out.
-    if (controller.signal.aborted && controller.signal.reason instanceof HandlerTimeoutError) {
+    if (controller?.signal.aborted && controller.signal.reason instanceof HandlerTimeoutError) {
       return { kind: "permanent", error: controller.signal.reason };
     }
     return { kind: "success", result };
   } catch (thrown) {
     const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-    return classify(policy, controller.signal.aborted ? controller.signal.reason as Error : error);
+    return classify(policy, controller?.signal.aborted ? controller.signal.reason as Error : error);
   } finally {
     clearTimeout(timer);
   }

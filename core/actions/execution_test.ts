@@ -251,3 +251,67 @@ Deno.test("TemporaryError/PermanentError carry names, messages and causes (ERR-0
   assert.equal(new HandlerRetriesError("x").name, "HandlerRetriesError");
   assert.ok(new HandlerChildrenRetry(1) instanceof TemporaryError);
 });
+
+Deno.test("execute() with a parent signal: the attempt's signal follows it (fast path without a timeout)", async () => {
+  const fresh = () => ({ started: new Date(), retries: 0 });
+  // Without a timeout, the attempt gets the parent signal itself (no combined signal).
+  const parent = new AbortController();
+  let captured: AbortSignal | undefined;
+  assert.deepEqual(
+    await execute(
+      { id: "h" },
+      fresh(),
+      (signal) => (captured = signal, 1),
+      undefined,
+      parent.signal,
+    ),
+    { kind: "success", result: 1 },
+  );
+  assert.equal(captured, parent.signal);
+  // With a timeout, the signal follows both the timeout and the parent.
+  const outcome = await execute(
+    { id: "h", timeout: 10 },
+    fresh(),
+    (signal) => {
+      captured = signal;
+      assert.equal(signal.aborted, false);
+      parent.abort(new Error("shutdown"));
+      assert.equal(signal.aborted, true);
+      assert.equal((signal.reason as Error).message, "shutdown");
+      throw new Error("handler stopped");
+    },
+    undefined,
+    parent.signal,
+  );
+  // A parent's abort is not the handler's timeout: the handler's own error is classified,
+  // exactly as without a parent signal.
+  assert.equal(outcome.kind, "temporary");
+  assert.equal(errorOf(outcome).message, "handler stopped");
+  // The same without a timeout.
+  const other = new AbortController();
+  const plain = await execute(
+    { id: "h" },
+    fresh(),
+    () => {
+      other.abort(new Error("shutdown"));
+      throw new Error("handler stopped");
+    },
+    undefined,
+    other.signal,
+  );
+  assert.equal(plain.kind, "temporary");
+  assert.equal(errorOf(plain).message, "handler stopped");
+  // The timeout still aborts with HandlerTimeoutError when a parent is given.
+  const slow = await execute(
+    { id: "slow", timeout: 0.02 },
+    fresh(),
+    (signal) =>
+      new Promise((_, reject) => {
+        signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true });
+      }),
+    undefined,
+    new AbortController().signal,
+  );
+  assert.equal(slow.kind, "permanent");
+  assert.ok(errorOf(slow) instanceof HandlerTimeoutError);
+});

@@ -5,7 +5,12 @@
  * @module
  */
 
-import { getLogger, type LogLevel as LogTapeLevel } from "@logtape/logtape";
+import {
+  getLogger,
+  type Logger as LogTapeLogger,
+  type LogLevel as LogTapeLevel,
+  type LogRecord,
+} from "@logtape/logtape";
 import { LOG_LEVELS, type LogLevel } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 
@@ -41,8 +46,19 @@ export interface LogEntry {
   readonly local?: boolean | undefined;
 }
 
-/** Receives every message of a logger and its children. */
-export type LogListener = (entry: LogEntry) => void;
+/**
+ * Receives every message of a logger and its children.
+ *
+ * A listener may carry an `accepts` predicate telling which messages it would use at all; a
+ * logger then skips building messages that neither the log output nor any listener wants (see
+ * {@link Logger.isEnabledFor}). Without the predicate, a listener is assumed to want everything.
+ */
+export interface LogListener {
+  /** Receives one message. */
+  (entry: LogEntry): void;
+  /** Whether the listener would use a message of this level (and locality); default: yes. */
+  accepts?: ((level: LogLevel, local: boolean) => boolean) | undefined;
+}
 
 const TO_LOGTAPE: Readonly<Record<LogLevel, LogTapeLevel>> = {
   debug: "debug",
@@ -51,6 +67,41 @@ const TO_LOGTAPE: Readonly<Record<LogLevel, LogTapeLevel>> = {
   error: "error",
   critical: "fatal",
 };
+
+/** The category of all object loggers (one shared array: categories are never mutated). */
+const OBJECTS_CATEGORY: readonly string[] = Object.freeze(["kopf", "objects"]);
+
+/**
+ * LogTape loggers by category. LogTape keeps its category tree in weak references and
+ * configures loggers in place, so holding a logger keeps it the one `getLogger()` returns.
+ */
+const logtapeLoggers = new Map<string, LogTapeLogger>();
+/** The same by the identity of the category array (most loggers share theirs). */
+const logtapeLoggersByArray = new WeakMap<readonly string[], LogTapeLogger>();
+
+function logtapeLogger(category: readonly string[]): LogTapeLogger {
+  let logger = logtapeLoggersByArray.get(category);
+  if (logger === undefined) {
+    const key = category.join("\u0000");
+    logger = logtapeLoggers.get(key);
+    if (logger === undefined) {
+      logger = getLogger([...category]);
+      logtapeLoggers.set(key, logger);
+    }
+    logtapeLoggersByArray.set(category, logger);
+  }
+  return logger;
+}
+
+/**
+ * LogTape's own check before it builds a record (`isCertainlyDropped`: no sink at this level and
+ * no filter on the way), where this LogTape version has it; without it, records are emitted.
+ */
+function certainlyDropped(logger: LogTapeLogger, level: LogTapeLevel): boolean {
+  const check = (logger as { isCertainlyDropped?: (level: LogTapeLevel) => boolean })
+    .isCertainlyDropped;
+  return typeof check === "function" && check.call(logger, level);
+}
 
 /**
  * Builds the reference of an object for logs and Events.
@@ -104,7 +155,7 @@ export class Logger {
    * @returns The object logger.
    */
   forObject(body: KubeObject, options: { local?: boolean } = {}): Logger {
-    return new Logger(["kopf", "objects"], {
+    return new Logger(OBJECTS_CATEGORY, {
       object: buildObjectReference(body),
       listeners: this.#listeners,
       local: options.local ?? false,
@@ -122,6 +173,20 @@ export class Logger {
       object: this.object,
       local: this.#local,
     });
+  }
+
+  /**
+   * Whether a message of this level would go anywhere: to the log output (as LogTape is
+   * configured now) or to a listener that accepts it. Callers use it to skip building costly
+   * messages; logging without asking is always correct.
+   * @param level Severity.
+   * @returns `false` only if the message would certainly be dropped.
+   */
+  isEnabledFor(level: LogLevel): boolean {
+    for (const listener of this.#listeners) {
+      if (!listener.accepts || listener.accepts(level, this.#local)) return true;
+    }
+    return logtapeLogger(this.category).isEnabledFor(TO_LOGTAPE[level]);
   }
 
   /**
@@ -196,13 +261,21 @@ export class Logger {
       time: new Date(),
       local: this.#local,
     };
-    getLogger([...this.category]).emit({
-      level: TO_LOGTAPE[level],
-      message: [message],
-      rawMessage: message,
-      timestamp: entry.time.getTime(),
-      properties: { object: this.object, error },
-    });
+    const logtape = logtapeLogger(this.category);
+    const logtapeLevel = TO_LOGTAPE[level];
+    if (!certainlyDropped(logtape, logtapeLevel)) {
+      // With its category given, LogTape dispatches the record as it is (without one, it copies
+      // the record's property descriptors to add the category: the costly part of logging).
+      const record: LogRecord = {
+        category: this.category,
+        level: logtapeLevel,
+        message: [message],
+        rawMessage: message,
+        timestamp: entry.time.getTime(),
+        properties: { object: this.object, error },
+      };
+      logtape.emit(record);
+    }
     for (const listener of this.#listeners) listener(entry);
   }
 }

@@ -9,7 +9,9 @@
 
 import { parseArgs } from "node:util";
 import { ConfigError } from "../client/config.ts";
+import { KubeClient } from "../client/client.ts";
 import { ActivityError } from "../engines/activities.ts";
+import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
 import { configureLogging, type LogFormat } from "./logging.ts";
@@ -26,8 +28,9 @@ Options:
   -n, --namespace PATTERN   Serve namespaces matching the pattern (globs, !negation, commas); repeatable.
   -A, --all-namespaces      Serve the whole cluster with cluster-wide watches.
       --standalone          Run without peering.
-      --peering NAME        Peering object name (peering is not implemented yet: standalone).
-      --priority N          Peering priority (accepted; peering is not implemented yet).
+  -P, --peering NAME        Peering object name; wait paused until it exists (default: use
+                            'default' if it exists, else run standalone).
+  -p, --priority N          Peering priority (default 0); the highest live one works.
       --dev                 Development mode: priority 666.
       --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
       --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
@@ -43,6 +46,8 @@ Options:
       --no-log-prefix       Do not prefix object messages.
       --log-refkey KEY      JSON key of the object reference (default: object).
   -h, --help                Show this help.
+
+Other commands: kopf freeze, kopf resume (pause and resume running operators; see --help).
 `;
 
 /** How the CLI is embedded (by the testing runner); all optional for the real command line. */
@@ -114,8 +119,11 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     (options.write ?? console.log)(USAGE);
     return command ? 0 : 1;
   }
+  if (command === "freeze" || command === "resume") {
+    return await peeringCommand(command, rest, options, print, fail);
+  }
   if (command !== "run") {
-    return fail(`Unknown command '${command}'; only 'run' is available (see kopf --help)`);
+    return fail(`Unknown command '${command}'; use run, freeze or resume (see kopf --help)`);
   }
   let parsed;
   try {
@@ -127,8 +135,8 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
         namespace: { type: "string", short: "n", multiple: true },
         "all-namespaces": { type: "boolean", short: "A" },
         standalone: { type: "boolean" },
-        peering: { type: "string" },
-        priority: { type: "string" },
+        peering: { type: "string", short: "P" },
+        priority: { type: "string", short: "p" },
         dev: { type: "boolean" },
         liveness: { type: "string" },
         kubeconfig: { type: "string" },
@@ -163,8 +171,10 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   if (!["plain", "full", "json"].includes(format)) {
     return fail(`Unknown log format '${format}'; use plain, full or json`);
   }
-  const priority = o.dev ? 666 : o.priority === undefined ? 0 : Number(o.priority);
-  if (!Number.isFinite(priority)) return fail(`--priority must be a number, got '${o.priority}'`);
+  const priority = o.dev ? 666 : o.priority === undefined ? undefined : Number(o.priority);
+  if (priority !== undefined && !Number.isInteger(priority)) {
+    return fail(`--priority must be an integer, got '${o.priority}'`);
+  }
   if (!parsed.positionals.length && !o.module?.length) {
     return fail("Nothing to run: give handler files or -m modules (see kopf run --help)");
   }
@@ -227,9 +237,9 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
       settings,
       namespaces,
       clusterwide: o["all-namespaces"] ?? !namespaces.length,
-      standalone: o.standalone ?? false,
+      ...(o.standalone ? { standalone: true } : {}),
       ...(o.peering ? { peering: o.peering } : {}),
-      priority,
+      ...(priority !== undefined ? { priority } : {}),
       ...(o.liveness ? { liveness: o.liveness } : {}),
       ...(embedded
         ? { kubeconfig: embedded.kubeconfig }
@@ -255,5 +265,113 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   } finally {
     for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
     await embedded?.stop();
+  }
+}
+
+const PEERING_USAGE = `Usage: kopf freeze [OPTIONS]
+       kopf resume [OPTIONS]
+
+freeze: write a peer with a high priority into the peering object, so that running operators with
+a lower priority pause for --lifetime seconds (or until resumed). resume: remove that peer.
+
+Options:
+  -n, --namespace PATTERN   The KopfPeering objects in these namespaces; repeatable.
+  -A, --all-namespaces      The ClusterKopfPeering object (the default without -n).
+  -P, --peering NAME        The peering object's name (default: default).
+  -i, --id ID               The peer's identity (default: user@host).
+  -t, --lifetime SECONDS    freeze: how long the freeze lasts (required).
+  -p, --priority N          freeze: the peer's priority (default 100).
+      --dev                 freeze: priority 666.
+  -m, --message TEXT        freeze: a note stored with the peer.
+      --kubeconfig PATH     Kubeconfig file.
+      --context NAME        Kubeconfig context.
+  -h, --help                Show this help.
+`;
+
+/** `kopf freeze` / `kopf resume`: one merge patch per peering object. */
+async function peeringCommand(
+  command: "freeze" | "resume",
+  args: readonly string[],
+  options: MainOptions,
+  print: (line: string) => void,
+  fail: (message: string) => ExitCode,
+): Promise<ExitCode> {
+  let o;
+  try {
+    o = parseArgs({
+      args: [...args],
+      options: {
+        namespace: { type: "string", short: "n", multiple: true },
+        "all-namespaces": { type: "boolean", short: "A" },
+        peering: { type: "string", short: "P" },
+        id: { type: "string", short: "i" },
+        lifetime: { type: "string", short: "t" },
+        priority: { type: "string", short: "p" },
+        dev: { type: "boolean" },
+        message: { type: "string", short: "m" },
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (error) {
+    return fail(`${firstLine(error)} (see kopf ${command} --help)`);
+  }
+  if (o.help) {
+    (options.write ?? console.log)(PEERING_USAGE);
+    return 0;
+  }
+  const namespaces = o.namespace ?? [];
+  if (o["all-namespaces"] && namespaces.length) {
+    return fail("--namespace and --all-namespaces are mutually exclusive");
+  }
+  const priority = o.dev ? 666 : Number(o.priority ?? 100);
+  const lifetime = command === "resume" ? 0 : Number(o.lifetime);
+  if (command === "freeze") {
+    if (o.lifetime === undefined) return fail("kopf freeze needs --lifetime SECONDS");
+    if (!Number.isInteger(lifetime) || lifetime <= 0) {
+      return fail(`--lifetime must be a positive integer, got '${o.lifetime}'`);
+    }
+    if (!Number.isInteger(priority)) {
+      return fail(`--priority must be an integer, got '${o.priority}'`);
+    }
+  }
+  const identity = o.id ?? detectIdentity({ manual: true });
+  const kubeconfig = o.kubeconfig ?? options.kubeconfig;
+  let client: KubeClient;
+  try {
+    client = await KubeClient.connect({
+      ...(kubeconfig ? { kubeconfig } : {}),
+      ...(o.context ? { context: o.context } : {}),
+    });
+  } catch (error) {
+    return fail(firstLine(error));
+  }
+  try {
+    const name = o.peering ?? "default";
+    const clusterwide = !namespaces.length;
+    const targets = await peeringTargets(client.api, { name, clusterwide }, namespaces);
+    let missing = 0;
+    for (const target of targets) {
+      const where = target.namespace ? `in '${target.namespace}'` : "cluster-wide";
+      const what = `${target.resource.kind} '${name}' ${where}`;
+      const stored = await touchPeering(client.api, target, {
+        identity,
+        priority,
+        lifetime,
+        message: o.message,
+      });
+      if (!stored) {
+        missing++;
+        print(`error: Peering object ${what} is not found`);
+      } else if (command === "freeze") {
+        print(`Frozen ${what} as '${identity}' with priority ${priority} for ${lifetime}s.`);
+      } else print(`Resumed ${what}: removed '${identity}'.`);
+    }
+    return missing ? 1 : 0;
+  } catch (error) {
+    return fail(firstLine(error));
+  } finally {
+    client[Symbol.dispose]();
   }
 }

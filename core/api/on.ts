@@ -15,7 +15,12 @@
  */
 
 import type { ErrorsMode } from "../actions/execution.ts";
-import type { ActivityContext, ChangingContext, EventContext } from "../intents/contexts.ts";
+import type {
+  ActivityContext,
+  AdmissionContext,
+  ChangingContext,
+  EventContext,
+} from "../intents/contexts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import {
   type Activity,
@@ -25,9 +30,12 @@ import {
   type HandlerFn,
   type Reason,
   type WatchingHandler,
+  type WebhookHandler,
+  type WebhookKind,
 } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import { type Operation, OPERATIONS } from "../structs/admission.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
 
 /** Options every resource handler accepts. */
@@ -87,6 +95,31 @@ export interface FieldOptions<C = never> extends UpdateOptions<C> {
   /** The field to watch. */
   readonly field: FieldSpec;
 }
+
+/** Options of admission handlers (`on.validate`, `on.mutate`); never retried. */
+export interface AdmissionOptions<C = never> extends HandlerOptions<C> {
+  /** The operations to serve: `CREATE`, `UPDATE`, `DELETE`, `CONNECT`. @default all */
+  readonly operations?: readonly Operation[];
+  /**
+   * One operation to serve.
+   * @deprecated Use `operations`.
+   */
+  readonly operation?: Operation;
+  /**
+   * The subresource to serve (`status`, `scale`, …); `"*"`: the body and every subresource.
+   * @default the main body only
+   */
+  readonly subresource?: string | null;
+  /** Keep the webhook in the managed configurations when the operator exits. @default false */
+  readonly persistent?: boolean;
+  /** The handler has side effects, which it skips when `dryrun` is true. @default false */
+  readonly sideEffects?: boolean;
+  /** Admit the request when the webhook fails or cannot be reached (`failurePolicy: Ignore`). @default false */
+  readonly ignoreFailures?: boolean;
+}
+
+/** An admission handler function. */
+export type Admitting<S, T> = (context: AdmissionContext<S, T>) => unknown;
 
 /** A resource-changing handler function. */
 export type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
@@ -152,6 +185,50 @@ function registerChanging(
     requiresFinalizer: reason === "delete" && !options.optional,
   };
   (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+}
+
+function registerWebhook(
+  kind: WebhookKind,
+  spec: ResourceSpec,
+  options: AdmissionOptions<unknown>,
+  fn: HandlerFn<never>,
+): void {
+  validate(options);
+  for (const key of ["errors", "timeout", "retries", "backoff"]) {
+    if ((options as Record<string, unknown>)[key] !== undefined) {
+      throw new TypeError(`Admission handlers are never retried: '${key}' is not accepted`);
+    }
+  }
+  if (options.operation !== undefined && options.operations !== undefined) {
+    throw new TypeError("Give either `operations` or the deprecated `operation`, not both");
+  }
+  const operations = options.operation !== undefined ? [options.operation] : options.operations;
+  for (const operation of operations ?? []) {
+    if (!OPERATIONS.includes(operation)) {
+      throw new TypeError(`Unknown operation '${operation}'; use ${OPERATIONS.join(", ")}`);
+    }
+  }
+  const field = options.field === undefined || options.field === null
+    ? undefined
+    : parseField(options.field);
+  const handler: WebhookHandler = {
+    kind: "webhook",
+    webhook: kind,
+    id: options.id ?? defaultHandlerId(fn, field),
+    fn,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as WebhookHandler["when"],
+    field,
+    value: options.value,
+    operations: operations?.length ? [...operations] : undefined,
+    subresource: options.subresource ?? undefined,
+    persistent: Boolean(options.persistent),
+    sideEffects: Boolean(options.sideEffects),
+    ignoreFailures: Boolean(options.ignoreFailures),
+  };
+  (options.registry ?? getDefaultRegistry()).registerWebhook(parseSelector(spec), handler);
 }
 
 /** The handler registration functions; see {@link on}. */
@@ -241,6 +318,38 @@ export interface On {
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
     maybeFn?: Eventing<S, T>,
   ): Eventing<S, T>;
+  /**
+   * Registers a validating admission handler: it runs when Kubernetes asks the operator's
+   * webhook whether to admit a request; throwing rejects it (`AdmissionError` sets the message
+   * and code), `warnings` reach the API client. Needs `settings.admission.server`.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   * @throws {TypeError} for retry options, unknown operations, or both `operation` and `operations`.
+   */
+  validate<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+    maybeFn?: Admitting<S, T>,
+  ): Admitting<S, T>;
+  /**
+   * Registers a mutating admission handler: what it writes into `patch` is applied to the object
+   * before it is stored (returned to Kubernetes as a JSON patch); throwing rejects the request.
+   * Needs `settings.admission.server`.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   * @throws {TypeError} for retry options, unknown operations, or both `operation` and `operations`.
+   */
+  mutate<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+    maybeFn?: Admitting<S, T>,
+  ): Admitting<S, T>;
   /**
    * Runs at operator start, before anything talks to the cluster; a permanent failure stops the operator.
    *
@@ -413,6 +522,42 @@ export const on: On = {
       value: options.value,
     };
     (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+    return fn;
+  },
+  /** Runs when Kubernetes asks whether to admit a request; throwing rejects it. */
+  validate<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+    maybeFn?: Admitting<S, T>,
+  ): Admitting<S, T> {
+    const [options, fn] = split<Admitting<S, T>, AdmissionOptions<AdmissionContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerWebhook(
+      "validating",
+      spec,
+      options as AdmissionOptions<unknown>,
+      fn as HandlerFn<never>,
+    );
+    return fn;
+  },
+  /** Runs when Kubernetes asks to mutate a request; changes go through `patch`. */
+  mutate<S = Default, T = Default>(
+    spec: ResourceSpec,
+    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+    maybeFn?: Admitting<S, T>,
+  ): Admitting<S, T> {
+    const [options, fn] = split<Admitting<S, T>, AdmissionOptions<AdmissionContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerWebhook(
+      "mutating",
+      spec,
+      options as AdmissionOptions<unknown>,
+      fn as HandlerFn<never>,
+    );
     return fn;
   },
   startup: (optionsOrFn, maybeFn) => registerActivity("startup", optionsOrFn, maybeFn),

@@ -137,6 +137,17 @@ export class Spawner {
   }
 
   /**
+   * Stops every task because peering paused the operator, with the usual stopping sequence.
+   * They are spawned again by the first cycle after the resume, each only after its previous
+   * instance has exited (their exit wakes the object up).
+   */
+  pauseAll(): void {
+    for (const task of this.#tasks.values()) {
+      if (!task.stopping) this.#stop(task, "operator-pausing");
+    }
+  }
+
+  /**
    * Stops everything (operator exit) and waits up to `graceSeconds` for the tasks to exit.
    * @param graceSeconds How long to wait before abandoning them.
    */

@@ -136,3 +136,23 @@ Deno.test("EventPoster.enqueue() queues explicit events but not events about Eve
   });
   assert.equal(poster.pending, 1);
 });
+
+Deno.test("EventPoster.listener.accepts() agrees with what the listener queues (live settings)", () => {
+  const { settings, poster, root } = setup();
+  const accepts = poster.listener.accepts!;
+  const levels = ["debug", "info", "warning", "error", "critical"] as const;
+  for (const enabled of [true, false]) {
+    for (const minimum of levels) {
+      settings.enabled = enabled;
+      settings.level = minimum;
+      for (const level of levels) {
+        for (const local of [false, true]) {
+          const before = poster.pending;
+          root.forObject(KEX, { local }).log(level, "message");
+          const queued = poster.pending > before;
+          assert.equal(accepts(level, local), queued, `${enabled} ${minimum} ${level} ${local}`);
+        }
+      }
+    }
+  }
+});

@@ -6,6 +6,7 @@
 
 import type { Logger } from "../actions/loggers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
+import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission.ts";
 import type { Diff } from "../structs/diffs.ts";
 import type { KubeObject, ObjectMeta } from "../structs/objects.ts";
 import type { Patch } from "../structs/patches.ts";
@@ -133,6 +134,31 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
     fn: (context: ChangingContext<Spec, Status>) => unknown,
     options?: SubhandlerOptions,
   ): void;
+}
+
+/** What admission handlers (on.validate, on.mutate) receive. */
+export interface AdmissionContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
+  extends ResourceContext<Spec, Status> {
+  /** Whether the API request is a dry run: skip side effects. */
+  readonly dryrun: boolean;
+  /** The subresource under review (`status`, `scale`, …); `undefined` for the main body. */
+  readonly subresource: string | undefined;
+  /** Append strings to return them to the API client as warnings. */
+  readonly warnings: string[];
+  /** Who makes the API request, as Kubernetes sends it. */
+  readonly userinfo: UserInfo;
+  /** The HTTP headers of the review request (from the API server, not from the user). */
+  readonly headers: Headers;
+  /** The API server's verified TLS client certificate; `null` when none. */
+  readonly sslpeer: SSLPeer;
+  /** What is done: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`. */
+  readonly operation: Operation | undefined;
+  /** The old object (UPDATE, DELETE), else `undefined`. */
+  readonly old: KubeObject | undefined;
+  /** The new object (CREATE, UPDATE), else `undefined`. */
+  readonly new: KubeObject | undefined;
+  /** The changes from `old` to `new`. */
+  readonly diff: Diff;
 }
 
 /** Options of sub-handlers. */

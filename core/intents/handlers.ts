@@ -5,6 +5,7 @@
  */
 
 import type { ErrorsMode } from "../actions/execution.ts";
+import type { Operation } from "../structs/admission.ts";
 import type { FieldPath } from "../structs/dicts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
 import type { SelectorFields } from "./selectors.ts";
@@ -132,11 +133,32 @@ export interface ActivityHandler {
   readonly backoff?: number | undefined;
 }
 
+/** Which kind of admission webhook a handler serves. */
+export type WebhookKind = "validating" | "mutating";
+
+/** An admission handler: on.validate / on.mutate. Never retried; runs once per review. */
+export interface WebhookHandler extends BaseHandler {
+  /** Discriminator. */
+  readonly kind: "webhook";
+  /** Validating or mutating. */
+  readonly webhook: WebhookKind;
+  /** The operations it serves; `undefined`: all. */
+  readonly operations?: readonly Operation[] | undefined;
+  /** `undefined`: the main body only; `"*"`: the body and all subresources; else one subresource. */
+  readonly subresource?: string | undefined;
+  /** Keep its entry in the managed configurations when the operator exits. */
+  readonly persistent: boolean;
+  /** The handler has side effects (skipped in dry runs): `sideEffects: NoneOnDryRun`. */
+  readonly sideEffects: boolean;
+  /** `failurePolicy: Ignore` instead of `Fail`. */
+  readonly ignoreFailures: boolean;
+}
+
 /** Any handler bound to a resource. */
 export type ResourceHandler = ChangingHandler | WatchingHandler | SpawningHandler | IndexingHandler;
 
 /** A handler together with the selector of the resources it serves. */
-export interface Registration<H extends ResourceHandler = ResourceHandler> {
+export interface Registration<H extends ResourceHandler | WebhookHandler = ResourceHandler> {
   /** Which resources. */
   readonly selector: SelectorFields;
   /** The handler. */

@@ -23,6 +23,8 @@ import type {
   ResourceHandler,
   SpawningHandler,
   WatchingHandler,
+  WebhookHandler,
+  WebhookKind,
 } from "./handlers.ts";
 import { matchesResource, type SelectorFields } from "./selectors.ts";
 
@@ -30,6 +32,7 @@ import { matchesResource, type SelectorFields } from "./selectors.ts";
 export class OperatorRegistry {
   #registrations: Registration[] = [];
   #activities: ActivityHandler[] = [];
+  #webhooks: Registration<WebhookHandler>[] = [];
 
   /**
    * Adds an operator-level handler (startup, cleanup, login, probe).
@@ -91,6 +94,34 @@ export class OperatorRegistry {
     }
     this.#registrations.push({ selector, handler });
     return handler;
+  }
+
+  /**
+   * Adds an admission handler (on.validate, on.mutate). Kept apart from the resource handlers:
+   * webhooks need no watching.
+   * @param selector Which resources.
+   * @param handler The handler record.
+   * @returns The handler.
+   * @throws {Error} when another function has the same id (ids are the webhooks' URL paths).
+   */
+  registerWebhook(selector: SelectorFields, handler: WebhookHandler): WebhookHandler {
+    const same = this.#webhooks.find((r) => r.handler.id === handler.id);
+    if (same && same.handler.fn !== handler.fn) {
+      throw new Error(
+        `Duplicate admission handler id '${handler.id}'; give one of them a distinct id`,
+      );
+    }
+    if (!same) this.#webhooks.push({ selector, handler });
+    return handler;
+  }
+
+  /**
+   * The admission handlers with their selectors, in declaration order.
+   * @param kind Only validating or only mutating ones; all when omitted.
+   * @returns The registrations.
+   */
+  webhooks(kind?: WebhookKind): Registration<WebhookHandler>[] {
+    return this.#webhooks.filter((r) => kind === undefined || r.handler.webhook === kind);
   }
 
   /** Every registration, in declaration order. */
@@ -179,7 +210,7 @@ export function setDefaultRegistry(registry: OperatorRegistry): void {
 
 /** Whether the filters that do not depend on the cause (labels, annotations, when, field value) pass. */
 export function matchesBodyFilters(
-  handler: ResourceHandler,
+  handler: ResourceHandler | WebhookHandler,
   body: KubeObject,
   context: unknown,
 ): boolean {

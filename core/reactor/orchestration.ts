@@ -23,6 +23,7 @@ import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts"
 import { type Resource, resourceName } from "../structs/resources.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
+import { type OperatorPause, pausable } from "../engines/peering.ts";
 import { Patch } from "../structs/patches.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
@@ -51,6 +52,8 @@ export interface OrchestrationDeps {
   readonly signal: AbortSignal;
   /** Called once every initially served stream has listed its objects. */
   readonly onReady?: (() => void) | undefined;
+  /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
+  readonly paused?: OperatorPause | undefined;
 }
 
 /** What an operator holds in memory. */
@@ -297,7 +300,12 @@ export class Orchestrator {
     };
     const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,
-      process: (memory, event) => processEvent(deps, memory, event),
+      process: async (memory, event) => {
+        // Paused by peering: cycles (retries, daemon wake-ups) wait for the resume.
+        await this.#deps.paused?.resumed(signal);
+        if (signal.aborted) throw signal.reason;
+        return processEvent(deps, memory, event);
+      },
       createMemory: (_body, wake) => ({
         memo: shallowCopy(this.#deps.memo),
         handledOnce: false,
@@ -314,13 +322,21 @@ export class Orchestrator {
     const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
     const where = namespace ? ` in ${namespace}` : "";
     logger.debug(`Watching ${resourceName(resource)}${where}`);
-    const stream = watcher(this.#deps.client.api, resource, {
-      namespace,
-      serverTimeoutSeconds: settings.watching.serverTimeout ?? undefined,
-      inactivityTimeoutMs: settings.watching.inactivityTimeout * 1000,
-      reconnectBackoffMs: settings.watching.reconnectBackoff * 1000,
-      signal,
-    });
+    // A pause closes the stream and stops the daemons; a resume relists (which reports what
+    // changed or vanished meanwhile) and the daemons' exits wake their objects to respawn them.
+    const open = (period: AbortSignal) =>
+      watcher(this.#deps.client.api, resource, {
+        namespace,
+        serverTimeoutSeconds: settings.watching.serverTimeout ?? undefined,
+        inactivityTimeoutMs: settings.watching.inactivityTimeout * 1000,
+        reconnectBackoffMs: settings.watching.reconnectBackoff * 1000,
+        signal: period,
+      });
+    const onPause = () => {
+      this.#activity.delete(key); // a paused stream is not a stuck one
+      for (const memory of queue.memories()) memory.spawner?.pauseAll();
+    };
+    const stream = pausable(this.#deps.paused, signal, open, { onPause });
     try {
       for await (
         const event of objectEvents(stream, (other) => {

@@ -233,13 +233,20 @@ export async function processEvent(
     if (deps.signal.aborted) break;
     const progress = state.begin(handler.id, reason, new Date());
     const scope: SubhandlerScope = { state, lifecycle: deps.lifecycle, childIds: [] };
-    const outcome = await execute(handler, progress, (signal) =>
-      invokeChanging(handler, {
-        ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
-        reason,
-        cause,
-        progress,
-      }, scope));
+    // The attempt's signal follows the operator's (it is the operator's without a timeout).
+    const outcome = await execute(
+      handler,
+      progress,
+      (signal) =>
+        invokeChanging(handler, {
+          ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
+          reason,
+          cause,
+          progress,
+        }, scope),
+      undefined,
+      deps.signal,
+    );
     state.record(handler.id, outcome, new Date(), scope.childIds);
     reportOutcome(logger, handler.id, outcome);
     deliverResult(patch, handler.id, outcome);
@@ -350,7 +357,12 @@ async function finish(
 ): Promise<CycleResult> {
   if (patch.isEmpty) return { delay };
   const logger = deps.logger.forObject(body, { local: true });
-  logger.debug(`Patching with: ${JSON.stringify(patch.toRequests({ statusSubresource: false }))}`);
+  // Rendering the patch costs more than the rest of logging: only when someone will read it.
+  if (logger.isEnabledFor("debug")) {
+    logger.debug(
+      `Patching with: ${JSON.stringify(patch.toRequests({ statusSubresource: false }))}`,
+    );
+  }
   const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, deps.signal);
   switch (applied.state) {
     case "applied":

@@ -14,6 +14,8 @@ import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
 import type { ConnectionInfo, Credentials } from "../client/connection.ts";
 import { runActivity } from "../engines/activities.ts";
+import { startAdmission } from "../engines/admission.ts";
+import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
 import { serveLiveness } from "../engines/probing.ts";
 import type { Activity } from "../intents/handlers.ts";
@@ -44,12 +46,17 @@ export interface OperatorOptions {
   readonly context?: string;
   /** Handler ordering. @default the default lifecycle (asap) */
   readonly lifecycle?: Lifecycle;
-  /** Run without peering (peering is not implemented yet: always standalone). */
+  /**
+   * Run without peering (`settings.peering.standalone`; applied before the startup handlers).
+   * @default auto-detection: peering if the `default` peering object exists, else standalone
+   */
   readonly standalone?: boolean;
-  /** Peering name (accepted; peering is not implemented yet). */
+  /** Peering object name; makes peering mandatory (wait paused until the object exists). */
   readonly peering?: string;
-  /** Operator priority for peering (accepted; peering is not implemented yet). */
+  /** Peering priority (`settings.peering.priority`). @default 0 */
   readonly priority?: number;
+  /** This operator's identity in peering objects. @default `POD_ID` or `user@host/time/xyz` */
+  readonly identity?: string;
   /** Extra log listeners (e.g. the testing runner's capture). */
   readonly listeners?: readonly LogListener[];
   /** Stops the operator. */
@@ -101,9 +108,27 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       signal,
     });
 
+  // Peering options as in Kopf: applied before the startup handlers, which may override them.
+  const clusterwide = options.clusterwide ?? !(options.namespaces?.length);
+  if (clusterwide) settings.peering.clusterwide = true;
+  if (options.standalone !== undefined) settings.peering.standalone = options.standalone;
+  if (options.priority !== undefined) settings.peering.priority = options.priority;
+  if (options.peering !== undefined) {
+    settings.peering.name = options.peering;
+    settings.peering.mandatory = true;
+  }
+  const peeringStop = new AbortController();
+  let peered: Promise<void> | undefined;
+
   // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
   try {
     await activity("startup");
+    if (registry.webhooks().length && !settings.admission.server) {
+      throw new OperatorStartError(
+        "Admission handlers (on.validate/on.mutate) exist, but no webhook server is configured: " +
+          "set settings.admission.server in a startup handler, e.g. new WebhookServer({ port: 9443 })",
+      );
+    }
     const client = options.client ??
       await connect(options, settings, registry, memo, logger, signal);
     const ownClient = !options.client;
@@ -111,9 +136,22 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     listeners.push(poster.listener);
     try {
       await checkConnection(client, signal);
-      if (!options.standalone) {
-        logger.info("Peering is not implemented yet: running in standalone mode.");
-      }
+      const pause = new OperatorPause();
+      const peering = await startPeering({
+        api: client.api,
+        settings: settings.peering,
+        watching: settings.watching,
+        identity: options.identity ?? detectIdentity(),
+        namespaces: options.namespaces ?? [],
+        pause,
+        logger: logger.child(["kopf", "peering"]),
+        signal: AbortSignal.any([signal, peeringStop.signal]),
+        exitTimeout: settings.process.gracePeriod,
+      }).catch((error) => {
+        if (signal.aborted) throw error;
+        throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, { cause: error });
+      });
+      peered = peering?.finished;
       const posting = poster.run(signal);
       const orchestrator = new Orchestrator({
         client,
@@ -129,8 +167,26 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           : undefined,
         signal,
         onReady: options.onReady,
+        ...(peering ? { paused: pause } : {}),
       });
       options.observe?.(() => orchestrator.stats());
+      const admission = registry.webhooks().length
+        ? startAdmission({
+          client,
+          registry,
+          settings,
+          logger,
+          memo,
+          indices: orchestrator.indices,
+          signal,
+        })
+        : undefined;
+      await admission?.ready.catch((error) => {
+        if (signal.aborted) return;
+        throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
+          cause: error,
+        });
+      });
       const liveness = options.liveness
         ? serveLiveness({
           url: options.liveness,
@@ -148,12 +204,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         if (signal.aborted) resolve();
         signal.addEventListener("abort", () => resolve(), { once: true });
       });
-      await Promise.race([stopped, running]); // a failing orchestration ends the operator too
+      // A failing orchestration (or webhook server) ends the operator too.
+      await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])]);
       logger.info("Stop requested; finishing the current cycles.");
       await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
       await posting;
       await liveness?.finished;
+      await admission?.finished; // the managed webhook configurations are cleaned up by now
     } finally {
+      // Our peering entries are removed only after the streams stopped.
+      peeringStop.abort();
+      await peered;
       if (ownClient) client[Symbol.dispose]();
     }
   } finally {
@@ -233,6 +294,10 @@ async function connect(
     },
   };
   return new KubeClient({ ...current, credentials }, http);
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
 }
 
 async function checkConnection(client: KubeClient, signal: AbortSignal): Promise<void> {

@@ -147,15 +147,13 @@ async function runChildren(
   for (const { handler } of chosen) {
     const progress = state.begin(handler.id, inputs.reason, new Date());
     const nested: SubhandlerScope = { state, lifecycle: scope.lifecycle, childIds: [] };
+    // The attempt's signal follows the parent's (it is the parent's without a timeout).
     const outcome = await executeOnce(
       handler,
       progress,
-      (signal) =>
-        invokeChanging(handler, {
-          ...inputs,
-          progress,
-          signal: AbortSignal.any([signal, inputs.signal]),
-        }, nested),
+      (signal) => invokeChanging(handler, { ...inputs, progress, signal }, nested),
+      undefined,
+      inputs.signal,
     );
     state.record(handler.id, outcome, new Date(), nested.childIds);
     scope.childIds.push(...nested.childIds);

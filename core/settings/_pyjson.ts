@@ -36,11 +36,15 @@ export function dumpCompact(value: unknown): string {
   }
   if (Array.isArray(value)) return `[${value.map(dumpCompact).join(",")}]`;
   if (typeof value === "object") {
-    const parts: string[] = [];
-    for (const [key, item] of Object.entries(value)) {
-      if (item !== undefined) parts.push(`${quote(key)}:${dumpCompact(item)}`);
+    const mapping = value as Readonly<Record<string, unknown>>;
+    let out = "{";
+    for (const key of Object.keys(mapping)) {
+      const item = mapping[key];
+      if (item === undefined) continue;
+      if (out.length > 1) out += ",";
+      out += `${quote(key)}:${dumpCompact(item)}`;
     }
-    return `{${parts.join(",")}}`;
+    return `${out}}`;
   }
   throw new TypeError(`Cannot serialise a value of type ${typeof value} to JSON`);
 }
@@ -55,7 +59,11 @@ const SHORT_ESCAPES: Readonly<Record<string, string>> = {
   "\f": "\\f",
 };
 
+/** Printable ASCII only: Python and `JSON.stringify` escape it alike (only `"` and `\\`). */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 function quote(text: string): string {
+  if (PRINTABLE_ASCII.test(text)) return JSON.stringify(text);
   let out = '"';
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]!;

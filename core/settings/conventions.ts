@@ -96,11 +96,23 @@ export class AnnotationKeys {
    */
   make(key: string, body?: Mapping): string[] {
     const marked = body === undefined ? key : markKey(key, body);
-    const v2 = makeV2Key(this.prefix, marked);
-    const v1 = this.v1 ? makeV1Key(this.prefix, marked) : v2;
-    return v1 === v2 ? [v2] : [v2, v1];
+    let keys = this.#made.get(marked);
+    if (keys === undefined) {
+      const v2 = makeV2Key(this.prefix, marked);
+      const v1 = this.v1 ? makeV1Key(this.prefix, marked) : v2;
+      keys = Object.freeze(v1 === v2 ? [v2] : [v2, v1]);
+      if (this.#made.size >= MADE_KEYS_MAX) this.#made.clear();
+      this.#made.set(marked, keys);
+    }
+    return [...keys];
   }
+
+  /** Keys already formed, by marked record key (the same few on every object and cycle). */
+  readonly #made = new Map<string, readonly string[]>();
 }
+
+/** Bounds {@linkcode AnnotationKeys}' memory of formed keys (record keys are handler ids). */
+const MADE_KEYS_MAX = 4096;
 
 /**
  * Append `-ofDRS` to record keys of ReplicaSets owned by Deployments: Kubernetes copies a
@@ -110,6 +122,7 @@ export class AnnotationKeys {
  * @returns The key, marked if needed.
  */
 export function markKey(key: string, body: Mapping): string {
+  if (body["kind"] !== "ReplicaSet") return key;
   const owners = resolve(body, "metadata.ownerReferences");
   const ownedByDeployment = Array.isArray(owners) &&
     owners.some((owner) => isMapping(owner) && owner["kind"] === "Deployment");

@@ -96,3 +96,25 @@ Deno.test("removeAnnotations() and removeEmptyStanzas() clean essences in place"
   removeEmptyStanzas(essence);
   assert.deepEqual(essence, { spec: {} });
 });
+
+Deno.test("AnnotationKeys.make() remembers formed keys without changing them (fast path)", () => {
+  // One instance for all: the second round is served from its memory and must be identical
+  // to what fresh instances form.
+  const shared = new Map<string, AnnotationKeys>();
+  for (let round = 0; round < 2; round++) {
+    for (const { prefix, v1, key, keys } of KOPF.keys) {
+      const id = `${prefix} ${v1}`;
+      if (!shared.has(id)) shared.set(id, new AnnotationKeys({ prefix, v1 }));
+      const made = shared.get(id)!.make(key);
+      assert.deepEqual(made, keys, `${id} ${key} (round ${round})`);
+      made.push("mutated"); // callers get their own array
+    }
+  }
+  // Marked and unmarked forms of one key stay apart.
+  const keys = new AnnotationKeys();
+  for (let round = 0; round < 2; round++) {
+    assert.deepEqual(keys.make("create_fn", KOPF.inputs.RS_BODY), KOPF.marked_keys);
+    assert.deepEqual(keys.make("create_fn", { kind: "Pod" }), ["kopf.zalando.org/create_fn"]);
+    assert.deepEqual(keys.make("create_fn"), ["kopf.zalando.org/create_fn"]);
+  }
+});

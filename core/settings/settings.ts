@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { WebhookServeFn, WebhookServerProtocol } from "../structs/admission.ts";
 import { AnnotationsDiffBaseStorage, type DiffBaseStorage } from "./diffbase.ts";
 import { type ProgressStorage, SmartProgressStorage } from "./progress.ts";
 
@@ -53,22 +54,27 @@ export interface PostingSettings {
   maxPerObjectPerWindow: number;
 }
 
-/** `settings.peering`: cooperation of several operators (a later feature; flags accepted). */
+/** `settings.peering`: cooperation of several operators (see docs/peering.md). */
 export interface PeeringSettings {
   /** Peering object name. @default "default" */
   name: string;
-  /** Operator priority. @default 0 */
+  /** Operator priority: the highest live one works, the others pause. @default 0 */
   priority: number;
-  /** Fail if the peering object is absent. @default false */
+  /** Wait (paused) until the peering object exists, instead of running standalone. @default false */
   mandatory: boolean;
   /** Run without peering. @default false */
   standalone: boolean;
-  /** Do not announce ourselves. @default false */
+  /** Do not log the keep-alives (they are sent anyway). @default false */
   stealth: boolean;
   /** Seconds a peer is considered alive after its last keep-alive. @default 60 */
   lifetime: number;
-  /** Cluster-wide peering (ClusterKopfPeering) instead of namespaced. @default false */
+  /**
+   * Cluster-wide peering (ClusterKopfPeering) instead of namespaced (KopfPeering); set to true
+   * for cluster-wide operators before the startup handlers run. @default false
+   */
   clusterwide: boolean;
+  /** The inverse of `clusterwide`. @default true */
+  namespaced: boolean;
 }
 
 /** `settings.watching`: watch streams. */
@@ -112,11 +118,17 @@ export interface ScanningSettings {
   disabled: boolean;
 }
 
-/** `settings.admission`: webhooks (a later feature). */
+/** `settings.admission`: admission webhooks (on.validate, on.mutate). */
 export interface AdmissionSettings {
-  /** Webhook server (a later feature). @default null */
-  server: unknown;
-  /** Name of managed webhook configurations. @default null */
+  /**
+   * The webhook server or tunnel, e.g. `new WebhookServer({ port: 9443 })`; required when
+   * admission handlers exist (the operator refuses to start without one). @default null
+   */
+  server: WebhookServerProtocol | WebhookServeFn | null;
+  /**
+   * Name of the Validating/MutatingWebhookConfiguration objects the operator creates and keeps
+   * in sync (e.g. `"auto.kopf.dev"`); `null`: configure them yourself. @default null
+   */
   managed: string | null;
 }
 
@@ -236,6 +248,15 @@ export function createSettings(
       lifetime: 60,
       clusterwide: false,
       ...overrides.peering,
+      ...(overrides.peering?.namespaced === undefined
+        ? {}
+        : { clusterwide: !overrides.peering.namespaced }),
+      get namespaced(): boolean {
+        return !this.clusterwide;
+      },
+      set namespaced(value: boolean) {
+        this.clusterwide = !value;
+      },
     },
     watching: {
       connectTimeout: null,

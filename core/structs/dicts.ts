@@ -55,9 +55,26 @@ export function isMapping(value: unknown): value is Record<string, unknown> {
  * ```
  */
 export function parseField(field: FieldSpec): FieldPath {
-  if (field === null || field === undefined) return Object.freeze([]);
-  if (typeof field === "string") return Object.freeze(field.split("."));
-  return Object.freeze([...field]);
+  if (field === null || field === undefined) return EMPTY_PATH;
+  if (typeof field === "string") return parseDotted(field);
+  // A frozen path cannot change any more: it is its own copy.
+  return Object.isFrozen(field) ? field : Object.freeze([...field]);
+}
+
+const EMPTY_PATH: FieldPath = Object.freeze([]);
+
+/** Parsed dotted fields: the same few field names are parsed on every object and cycle. */
+const dottedPaths = new Map<string, FieldPath>();
+const DOTTED_PATHS_MAX = 4096;
+
+function parseDotted(field: string): FieldPath {
+  let path = dottedPaths.get(field);
+  if (path === undefined) {
+    path = Object.freeze(field.split("."));
+    if (dottedPaths.size >= DOTTED_PATHS_MAX) dottedPaths.clear();
+    dottedPaths.set(field, path);
+  }
+  return path;
 }
 
 /**
@@ -68,8 +85,15 @@ export function parseField(field: FieldSpec): FieldPath {
  *   on the way is not an object.
  */
 export function resolve(obj: unknown, field: FieldSpec): unknown {
+  // Not parseField(): an array path is only read here, so it needs no frozen copy.
+  const path: readonly string[] = field === null || field === undefined
+    ? EMPTY_PATH
+    : typeof field === "string"
+    ? parseDotted(field)
+    : field;
   let current: unknown = obj;
-  for (const key of parseField(field)) {
+  for (let i = 0; i < path.length; i++) {
+    const key = path[i]!;
     if (!isMapping(current) || !Object.hasOwn(current, key)) return undefined;
     current = current[key];
   }
@@ -170,10 +194,30 @@ export function deepCopy<T>(value: T): T {
   if (Array.isArray(value)) return value.map((item) => deepCopy(item)) as T;
   if (isMapping(value)) {
     const copy: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) assign(copy, key, deepCopy(item));
+    for (const key of Object.keys(value)) assign(copy, key, deepCopy(value[key]));
     return copy as T;
   }
   return value;
+}
+
+/**
+ * A deep copy of a mapping without some of its top-level keys (which are not copied at all).
+ * @param value The mapping.
+ * @param omit Top-level keys to leave out.
+ * @returns A new plain object: like `deepCopy` of `{...value}` with `omit` deleted afterwards.
+ * @example Everything but metadata and status
+ * ```ts
+ * import { deepCopyWithout } from "./dicts.ts";
+ * deepCopyWithout({ metadata: { name: "x" }, spec: { a: [1] } }, ["metadata", "status"]);
+ * // → { spec: { a: [1] } }
+ * ```
+ */
+export function deepCopyWithout(value: Mapping, omit: readonly string[]): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    if (!omit.includes(key)) assign(copy, key, deepCopy(value[key]));
+  }
+  return copy;
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   cherrypick,
   deepCopy,
+  deepCopyWithout,
   deepEqual,
   ensure,
   has,
@@ -127,4 +128,138 @@ Deno.test("isMapping() accepts plain objects only", () => {
   assert.ok(!isMapping(null));
   assert.ok(!isMapping(new Date()));
   assert.ok(!isMapping("x"));
+});
+
+// ---------------------------------------------------------------------------------------------
+// The fast paths (cached dotted paths, no copies when reading, deepCopyWithout) against the
+// plain implementations they replaced, on varied generated values.
+
+/** A small deterministic PRNG (mulberry32), so that failures reproduce. */
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KEYS = ["a", "b", "spec", "metadata", "status", "__proto__", "x.y", "10", "", "kind"];
+
+function randomJson(random: () => number, depth = 0): unknown {
+  const pick = random();
+  if (depth > 3 || pick < 0.35) {
+    return [null, true, false, 0, -1.5, 1e21, "", "text", "ü\n"][Math.floor(random() * 9)];
+  }
+  if (pick < 0.55) {
+    return Array.from({ length: Math.floor(random() * 4) }, () => randomJson(random, depth + 1));
+  }
+  const value: Record<string, unknown> = random() < 0.1 ? Object.create(null) : {};
+  for (let i = Math.floor(random() * 5); i > 0; i--) {
+    Object.defineProperty(value, KEYS[Math.floor(random() * KEYS.length)]!, {
+      value: randomJson(random, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return value;
+}
+
+function oldParseField(field: string | readonly string[] | null | undefined): readonly string[] {
+  if (field === null || field === undefined) return Object.freeze([]);
+  if (typeof field === "string") return Object.freeze(field.split("."));
+  return Object.freeze([...field]);
+}
+
+function oldResolve(obj: unknown, field: string | readonly string[] | null | undefined): unknown {
+  let current: unknown = obj;
+  for (const key of oldParseField(field)) {
+    if (!isMapping(current) || !Object.hasOwn(current, key)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+function oldDeepCopy<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item) => oldDeepCopy(item)) as T;
+  if (isMapping(value)) {
+    const copy: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(copy, key, {
+        value: oldDeepCopy(item),
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    }
+    return copy as T;
+  }
+  return value;
+}
+
+/** Deep equality that also compares key order and prototypes (stricter than deepEqual). */
+function sameShape(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameShape(x, b[i]));
+  }
+  if (a !== null && typeof a === "object") {
+    if (b === null || typeof b !== "object" || Array.isArray(b)) return false;
+    const ak = Object.keys(a);
+    const bk = Object.keys(b);
+    return ak.length === bk.length && ak.every((k, i) => k === bk[i]) &&
+      ak.every((k) =>
+        sameShape((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])
+      );
+  }
+  return Object.is(a, b);
+}
+
+Deno.test("parseField() and resolve() agree with the uncached implementation", () => {
+  const random = prng(1);
+  const fields = ["a", "a.b", "spec.a.b", "", "x.y", "metadata.__proto__", "10.a", "a..b"];
+  for (let i = 0; i < 500; i++) {
+    const value = randomJson(random);
+    for (const field of fields) {
+      assert.deepEqual(parseField(field), oldParseField(field));
+      assert.ok(Object.isFrozen(parseField(field)));
+      assert.equal(resolve(value, field), oldResolve(value, field));
+      const path = field.split(".");
+      assert.equal(resolve(value, path), oldResolve(value, path));
+      assert.equal(resolve(value, Object.freeze(path)), oldResolve(value, path));
+    }
+    assert.equal(resolve(value, null), oldResolve(value, null));
+  }
+  // Repeated parses give equal frozen paths; a mutable array is copied, a frozen one kept.
+  assert.equal(parseField("a.b"), parseField("a.b"));
+  const mutable = ["a", "b"];
+  assert.notEqual(parseField(mutable), mutable);
+  mutable.push("c");
+  assert.deepEqual(parseField(["a", "b"]), ["a", "b"]);
+});
+
+Deno.test("deepCopy() and deepCopyWithout() agree with the plain implementation", () => {
+  const random = prng(2);
+  const omit = ["metadata", "status", "kind"];
+  for (let i = 0; i < 500; i++) {
+    const value = randomJson(random);
+    const copy = deepCopy(value);
+    assert.ok(sameShape(copy, oldDeepCopy(value)));
+    if (!isMapping(value)) continue;
+    const expected = oldDeepCopy({ ...value }) as Record<string, unknown>;
+    for (const key of omit) delete expected[key];
+    const without = deepCopyWithout(value, omit);
+    assert.ok(sameShape(without, expected), JSON.stringify([value, without, expected]));
+    assert.equal(Object.getPrototypeOf(without), Object.prototype);
+  }
+});
+
+Deno.test("deepCopyWithout() shares nothing with the source and keeps __proto__ as a key", () => {
+  const source = JSON.parse('{"metadata":{"x":1},"spec":{"a":[1,{"b":2}]},"__proto__":{"p":1}}');
+  const copy = deepCopyWithout(source, ["metadata"]);
+  assert.deepEqual(Object.keys(copy), ["spec", "__proto__"]);
+  assert.equal(Object.getPrototypeOf(copy), Object.prototype);
+  assert.notEqual(copy.spec, source.spec);
+  ((copy.spec as Record<string, unknown[]>).a![1] as Record<string, number>).b = 3;
+  assert.equal(source.spec.a[1].b, 2);
 });
