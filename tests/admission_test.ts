@@ -459,3 +459,82 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "admission reviews of changes get the object's own memo; creations a throwaway one (HK-ADM-09, MEMO-07)",
+  opts,
+  async () => {
+    using client = await testClient({ retries: 0 });
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("adm-memo");
+    const managed = unique("memo") + ".kopf.dev";
+    const mark = unique("m");
+    const registry = new OperatorRegistry();
+    on.create("kopfexamples", { registry }, ({ memo, name }) => {
+      memo["createdAs"] = name;
+    });
+    const memos: Array<{ operation: string | undefined; createdAs: unknown }> = [];
+    on.validate("kopfexamples", {
+      registry,
+      labels: { "adm-test": mark },
+      operations: ["CREATE", "UPDATE"],
+      ignoreFailures: true,
+    }, function checkmemo({ memo, operation, warnings }) {
+      memos.push({ operation, createdAs: memo["createdAs"] });
+      memo["touchedByAdmission"] = true; // must not leak into the operator's memo on CREATE
+      warnings.push(`memo:${String(memo["createdAs"] ?? "none")}`);
+    });
+    const settings = createSettings();
+    settings.admission.server = new WebhookServer({ addr: "127.0.0.1", port: 0 });
+    settings.admission.managed = managed;
+    try {
+      await using running = start({
+        registry,
+        settings,
+        client: await testClient(),
+        namespaces: [namespace],
+        standalone: true,
+      });
+      await running.ready;
+      const labels = { "adm-test": mark };
+      // Wait until the API server calls the webhook (configurations are picked up with a delay).
+      await eventually(
+        async () => {
+          const probe = await post(client, namespace, example(unique("probe"), labels), true);
+          await probe.body?.cancel();
+          return /memo:/.test(probe.headers.get("warning") ?? "") ? true : undefined;
+        },
+        30_000,
+        "the webhook to be called",
+      );
+      const created = await post(client, namespace, example("kex1", labels, { field: "a" }));
+      assert.equal(created.status, 201);
+      await created.body?.cancel();
+      assert.match(created.headers.get("warning") ?? "", /memo:none/);
+      // Once the create handler has run, an update's review sees that object's memo.
+      await eventually(
+        async () => {
+          const object = await client.api.get(KOPFEXAMPLES, "kex1", { namespace });
+          return object.metadata?.annotations?.["kopf.zalando.org/last-handled-configuration"]
+            ? true
+            : undefined;
+        },
+        30_000,
+        "the create handler to finish",
+      );
+      const response = await client.http.send({
+        method: "PATCH",
+        path: `/apis/kopf.dev/v1/namespaces/${namespace}/kopfexamples/kex1`,
+        body: { spec: { field: "b" } },
+        contentType: "application/merge-patch+json",
+        retries: 0,
+      });
+      await response.body?.cancel();
+      assert.match(response.headers.get("warning") ?? "", /memo:kex1/);
+      const update = memos.findLast((m) => m.operation === "UPDATE");
+      assert.equal(update?.createdAs, "kex1");
+    } finally {
+      await deleteConfigurations(client, managed);
+    }
+  },
+);

@@ -113,6 +113,19 @@ export class Orchestrator {
   }
 
   /**
+   * The memo of an object the operator holds in memory (for admission reviews of changes).
+   * @param uid The object's uid.
+   * @returns Its memo, or `undefined` when the object is not known here.
+   */
+  memoOf(uid: string): Memo | undefined {
+    for (const queue of this.#queues.values()) {
+      const memory = queue.memory(uid);
+      if (memory) return memory.memo;
+    }
+    return undefined;
+  }
+
+  /**
    * Describes streams that showed no sign of life (events, bookmarks, reconnects) for longer
    * than twice the inactivity timeout — stuck beyond what their own watchdog repairs.
    * @returns A description, or undefined when all streams are alive.

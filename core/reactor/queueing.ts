@@ -232,6 +232,15 @@ export class ObjectQueue {
     this.push({ type: "MODIFIED", body, forced: true, internal: true });
   }
 
+  /**
+   * The memory of one remembered object.
+   * @param key The object's key (its uid; see {@link objectKey}).
+   * @returns The memory, or `undefined` for an object not seen (or already forgotten).
+   */
+  memory(key: string): ObjectMemory | undefined {
+    return this.#memories.get(key);
+  }
+
   /** The memories of all remembered objects. */
   memories(): ObjectMemory[] {
     return [...this.#memories.values()];

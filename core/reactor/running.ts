@@ -177,6 +177,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           settings,
           logger,
           memo,
+          memoOf: (uid: string) => orchestrator.memoOf(uid),
           indices: orchestrator.indices,
           signal,
         })
