@@ -82,19 +82,23 @@ export async function* readWatchEvents(
   controller: AbortController,
 ): AsyncGenerator<RawWatchEvent> {
   if (!response.body) return;
+  // One timer that re-checks the time of the last chunk when it fires, rather than one cleared
+  // and set again per chunk (thousands per second under load).
+  let lastChunk = performance.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => controller.abort(new WatchStalledError(inactivityMs)), inactivityMs);
+  const check = () => {
+    const silent = performance.now() - lastChunk;
+    if (silent >= inactivityMs) controller.abort(new WatchStalledError(inactivityMs));
+    else timer = setTimeout(check, inactivityMs - silent);
   };
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   try {
-    arm();
+    timer = setTimeout(check, inactivityMs);
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      arm();
+      lastChunk = performance.now();
       buffer += value;
       let newline: number;
       while ((newline = buffer.indexOf("\n")) >= 0) {

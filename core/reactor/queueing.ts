@@ -49,6 +49,12 @@ function notNewer(candidate: string | undefined, known: string | undefined): boo
   return false;
 }
 
+/** An event older than (or as old as) what was processed, and not one that must be processed. */
+function isStale(event: ObjectEvent, processed: string | undefined): boolean {
+  return !event.forced && event.type !== "DELETED" &&
+    notNewer(event.body.metadata?.resourceVersion, processed);
+}
+
 class ObjectWorker {
   pending: ObjectEvent | undefined;
   #wake: (() => void) | undefined;
@@ -67,26 +73,33 @@ class ObjectWorker {
   /** Set once the object's DELETED event was processed: its memory can go. */
   gone = false;
 
+  /** The resourceVersion the last cycle left the object at. */
+  #processed: string | undefined;
+
   push(event: ObjectEvent): void {
+    // The watch's echo of our own write (or anything older): nothing new, not even a wake-up.
+    if (isStale(event, this.#processed)) return;
     this.pending = event;
+    this.#wake?.();
+  }
+
+  /** Ends a wait at once (the queue calls it for all workers when the operator stops). */
+  interrupt(): void {
     this.#wake?.();
   }
 
   /** Waits for a new event for at most `seconds` (forever if undefined). Returns whether one came. */
   async #waitForEvent(seconds: number | undefined): Promise<boolean> {
     if (this.pending) return true;
-    const signal = this.queue.deps.signal;
+    if (this.queue.deps.signal.aborted) return false;
+    // No listener on the operator's signal per wait: the queue interrupts all workers at once.
     await new Promise<void>((resolve) => {
-      // Every way out goes through `done`: a listener left on the long-lived signal would keep
-      // this worker (and its timer) alive for as long as the operator runs.
       const done = () => {
         clearTimeout(timer);
-        signal.removeEventListener("abort", done);
         resolve();
       };
       const timer = seconds === undefined ? undefined : setTimeout(done, seconds * 1000);
       this.#wake = done;
-      signal.addEventListener("abort", done, { once: true });
     });
     this.#wake = undefined;
     return Boolean(this.pending);
@@ -117,13 +130,7 @@ class ObjectWorker {
       }
       const event = this.pending!;
       this.pending = undefined;
-      const version = event.body.metadata?.resourceVersion;
-      if (
-        event !== current && !event.forced && event.type !== "DELETED" &&
-        notNewer(version, processedVersion)
-      ) {
-        continue;
-      }
+      if (event !== current && isStale(event, processedVersion)) continue;
       let result: CycleResult;
       try {
         await deps.streamLimiter?.acquire(deps.signal);
@@ -162,6 +169,7 @@ class ObjectWorker {
       // Kept only for wake-ups by daemons and timers; other objects need no body in memory.
       if (this.memory.spawner) this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
+      this.#processed = processedVersion;
       dueIn = result.delay;
       // After our own write, look at the stored object once more: it may contain someone else's
       // change made while the cycle ran, whose own watch event is older and will be skipped.
@@ -187,6 +195,9 @@ export class ObjectQueue {
   /** @param deps What the workers need. */
   constructor(deps: QueueDeps) {
     this.deps = deps;
+    deps.signal.addEventListener("abort", () => {
+      for (const worker of this.#workers.values()) worker.interrupt();
+    }, { once: true });
   }
 
   /**
