@@ -198,7 +198,10 @@ function matches(
   const operation = request.request.operation;
   if (handler.operations && !(operation && handler.operations.includes(operation))) return false;
   if (handler.subresource !== "*" && handler.subresource !== request.subresource) return false;
-  return matchesBodyFilters(handler, request.body, { ...request.context, param: handler.param });
+  return matchesBodyFilters(handler, request.body, () => ({
+    ...request.context,
+    param: handler.param,
+  }));
 }
 
 /** The most relevant error first: rejections, then permanent, temporary, other failures. */

@@ -126,9 +126,8 @@ export class Spawner {
     if (options.changed) this.#lastChange = Date.now();
     for (const handler of handlers) {
       const task = this.#tasks.get(handler.id);
-      const context = this.#deps.context(handler, this.#deps.signal);
       const matches = !options.deleted && !this.#deps.signal.aborted &&
-        matchesBodyFilters(handler, body, context);
+        matchesBodyFilters(handler, body, () => this.#deps.context(handler, this.#deps.signal));
       if (matches && !task && !this.#finished.has(handler.id)) this.#spawn(handler);
       if (!matches && task && !task.stopping) {
         this.#stop(task, options.deleted ? "resource-deleted" : "filters-mismatch");
@@ -165,7 +164,7 @@ export class Spawner {
     this.#body = body;
     return handlers.some((h) =>
       !this.#finished.has(h.id) &&
-      matchesBodyFilters(h, body, this.#deps.context(h, this.#deps.signal))
+      matchesBodyFilters(h, body, () => this.#deps.context(h, this.#deps.signal))
     );
   }
 

@@ -192,7 +192,7 @@ export class Indexers {
       const index = this.indices[handler.id]!;
       const exclusion = `${handler.id} ${objectKey}`;
       const ctx = context(handler);
-      if (deleted || !matchesBodyFilters(handler, body, ctx)) {
+      if (deleted || !matchesBodyFilters(handler, body, () => ctx)) {
         index.remove(objectKey);
         this.#excluded.delete(exclusion);
         continue;

@@ -208,12 +208,38 @@ export function setDefaultRegistry(registry: OperatorRegistry): void {
   (globalThis as WithDefault)[DEFAULT_KEY] = registry;
 }
 
-/** Whether the filters that do not depend on the cause (labels, annotations, when, field value) pass. */
+// Whether a handler has any callback filter, i.e. whether its filters need a context at all.
+const withCallbacks = new WeakMap<object, boolean>();
+
+function usesCallbacks(handler: ResourceHandler | WebhookHandler): boolean {
+  let uses = withCallbacks.get(handler);
+  if (uses === undefined) {
+    const h = handler as Partial<Record<"when" | "value" | "old" | "new", unknown>>;
+    uses = [h.when, h.value, h.old, h.new].some((f) => typeof f === "function") ||
+      [handler.labels, handler.annotations].some((filters) =>
+        Object.values(filters ?? {}).some((f) => typeof f === "function")
+      );
+    withCallbacks.set(handler, uses);
+  }
+  return uses;
+}
+
+/**
+ * Whether the filters that do not depend on the cause (labels, annotations, when, field value)
+ * pass.
+ *
+ * @param handler The handler whose filters to check.
+ * @param body The object.
+ * @param contextOf Builds the context that callback filters receive; called only for handlers
+ *   that have callback filters (building it for every handler and event is measurable).
+ * @returns Whether the handler's filters match.
+ */
 export function matchesBodyFilters(
   handler: ResourceHandler | WebhookHandler,
   body: KubeObject,
-  context: unknown,
+  contextOf: () => unknown,
 ): boolean {
+  const context = usesCallbacks(handler) ? contextOf() : undefined;
   if (!matchMeta(handler.labels, body.metadata?.labels, context)) return false;
   if (!matchMeta(handler.annotations, body.metadata?.annotations, context)) return false;
   if (handler.field && !(handler.kind === "changing" && handler.fieldMustChange)) {
@@ -252,7 +278,7 @@ export function matchChangingHandlers(
     if (
       handler.field && handler.fieldMustChange && !fieldChangeMatches(handler, cause, contextFor)
     ) continue;
-    if (!matchesBodyFilters(handler, body, contextFor(handler))) continue;
+    if (!matchesBodyFilters(handler, body, () => contextFor(handler))) continue;
     if (seen.has(handler.id)) continue;
     seen.add(handler.id);
     selected.push(handler);
@@ -283,7 +309,7 @@ function fieldChangeMatches(
   if (reduce(cause.diff, field).length === 0) return false;
   const oldValue = resolve(cause.old, field);
   const newValue = resolve(cause.new, field);
-  const context = contextFor(handler);
+  const context = usesCallbacks(handler) ? contextFor(handler) : undefined;
   if (handler.value !== undefined) {
     return matchValue(handler.value, oldValue, context) ||
       matchValue(handler.value, newValue, context);
@@ -305,7 +331,9 @@ export function requiresFinalizer(
   body: KubeObject,
   contextFor: (handler: ChangingHandler) => unknown,
 ): boolean {
-  return handlers.some((h) => h.requiresFinalizer && matchesBodyFilters(h, body, contextFor(h)));
+  return handlers.some((h) =>
+    h.requiresFinalizer && matchesBodyFilters(h, body, () => contextFor(h))
+  );
 }
 
 /**

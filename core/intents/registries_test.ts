@@ -613,13 +613,16 @@ Deno.test("extraEssenceFields() lists status and metadata fields of handlers (SU
 Deno.test("matchChangingHandlers() builds contexts lazily per handler (FLT-18)", () => {
   contexts.length = 0;
   const registry = new OperatorRegistry();
-  on.create(SPEC, { registry }, function c() {});
-  on.update(SPEC, { registry }, function u() {});
+  on.create(SPEC, { registry, when: () => true }, function c() {});
+  on.create(SPEC, { registry, labels: { a: ABSENT } }, function plain() {});
+  on.update(SPEC, { registry, when: () => true }, function u() {});
   const handlers = changing(registry);
   const body = obj({});
-  matchChangingHandlers(handlers, causeOf(body, undefined), body, contextFor);
-  assert.equal(contexts.includes("u"), false);
-  assert.equal(contexts.includes("c"), true);
+  const matched = matchChangingHandlers(handlers, causeOf(body, undefined), body, contextFor);
+  assert.deepEqual(ids(matched), ["c", "plain"]);
+  assert.equal(contexts.includes("u"), false, "not for handlers of another cause");
+  assert.equal(contexts.includes("c"), true, "for handlers with callback filters");
+  assert.equal(contexts.includes("plain"), false, "not for handlers without callbacks");
 });
 
 Deno.test("OperatorRegistry.register() allows one id for a watching and a changing handler (REG-08)", () => {

@@ -168,7 +168,7 @@ export async function processEvent(
   // diff-base, no progress, no logs); when they start matching, they are created (FLT-17).
   if (
     !isDeletionRequested(body) &&
-    !deps.changing.some((h) => matchesBodyFilters(h, body, baseContext(h)))
+    !deps.changing.some((h) => matchesBodyFilters(h, body, () => baseContext(h)))
   ) {
     return await finish(deps, body, patch, undefined);
   }
@@ -305,7 +305,7 @@ async function runWatchingHandlers(
       event: { type: event.type, object: event.body },
       type: event.type,
     };
-    if (!matchesBodyFilters(handler, event.body, context)) continue;
+    if (!matchesBodyFilters(handler, event.body, () => context)) continue;
     try {
       const result = await (handler.fn as (c: EventContext) => unknown)(context);
       deliverResult(patch, handler.id, { kind: "success", result });

@@ -139,7 +139,7 @@ async function runChildren(
   });
   const now = new Date();
   // Sub-handlers whose filters do not match the object are skipped (and do not block the parent).
-  const matching = records.filter((h) => matchesBodyFilters(h, inputs.body, inputs));
+  const matching = records.filter((h) => matchesBodyFilters(h, inputs.body, () => inputs));
   const due = matching.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
   const chosen = scope.lifecycle(
     due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),
