@@ -174,8 +174,11 @@ export class HttpClient implements Disposable {
       headers["Content-Type"] = request.contentType ?? "application/json";
     }
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
-    const signals = [request.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined];
-    const signal = AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
+    const timeout = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+    // A dependent signal only when there are two to combine (one per request adds up).
+    const signal = timeout && request.signal
+      ? AbortSignal.any([request.signal, timeout])
+      : timeout ?? request.signal;
     let response: Response;
     const began = performance.now();
     const report = (code: number) =>

@@ -349,7 +349,10 @@ export class Orchestrator {
       this.#activity.delete(key); // a paused stream is not a stuck one
       for (const memory of queue.memories()) memory.spawner?.pauseAll();
     };
-    const stream = pausable(this.#deps.paused, signal, open, { onPause });
+    // Without peering, no extra generator layer between the watch and the queue.
+    const stream = this.#deps.paused
+      ? pausable(this.#deps.paused, signal, open, { onPause })
+      : open(signal);
     try {
       for await (
         const event of objectEvents(stream, (other) => {
