@@ -270,6 +270,7 @@ export class KubeApi {
       signal: options.signal,
       retries: 0,
       timeoutMs: 0,
+      stream: true,
       query: {
         watch: true,
         resourceVersion: options.resourceVersion,

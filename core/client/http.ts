@@ -69,6 +69,14 @@ export interface HttpRequest {
   readonly retries?: number;
   /** Overrides the `Accept` header. @default "application/json" */
   readonly accept?: string;
+  /**
+   * A long-lived stream (a watch): sent over its own HTTP/1.1 connection instead of the shared
+   * HTTP/2 one. The kernel's socket buffer then absorbs a burst of events while the operator is
+   * busy; on a shared HTTP/2 connection the server may send only as far ahead as the stream's
+   * flow-control window, which frees up only as the stream is read, and the API server closes
+   * watches it cannot write to for a while ("unresponsive watcher"). @default false
+   */
+  readonly stream?: boolean;
 }
 
 /** Sends requests to one API server. Dispose it to close its connection pool. */
@@ -79,6 +87,7 @@ export class HttpClient implements Disposable {
   readonly counters: RequestCounters;
   #options: HttpClientOptions;
   #tls: Deno.HttpClient | undefined;
+  #streams: Deno.HttpClient | undefined;
   #fetch: FetchFn;
   #tokens: number;
   #refilledAt = performance.now();
@@ -97,14 +106,28 @@ export class HttpClient implements Disposable {
     this.#fetch = options.fetch ?? fetch;
     this.#tokens = options.burst ?? Math.max(1, options.qps ?? 1);
     if (connection.server.startsWith("https:") && !options.fetch) {
-      this.#tls = Deno.createHttpClient({
-        ...(connection.caPem ? { caCerts: [connection.caPem] } : {}),
-        ...(connection.clientCertPem && connection.clientKeyPem
-          ? { cert: connection.clientCertPem, key: connection.clientKeyPem }
-          : {}),
-        ...(connection.insecureSkipTlsVerify ? { unsafelyIgnoreCertificateErrors: [] } : {}),
-      } as Deno.CreateHttpClientOptions);
+      this.#tls = Deno.createHttpClient(this.#clientOptions());
     }
+  }
+
+  #clientOptions(extra: Deno.CreateHttpClientOptions = {}): Deno.CreateHttpClientOptions {
+    const connection = this.connection;
+    return {
+      ...(connection.caPem ? { caCerts: [connection.caPem] } : {}),
+      ...(connection.clientCertPem && connection.clientKeyPem
+        ? { cert: connection.clientCertPem, key: connection.clientKeyPem }
+        : {}),
+      ...(connection.insecureSkipTlsVerify ? { unsafelyIgnoreCertificateErrors: [] } : {}),
+      ...extra,
+    } as Deno.CreateHttpClientOptions;
+  }
+
+  /** The client for a request: streams get HTTP/1.1 connections of their own (see `stream`). */
+  #clientFor(request: HttpRequest): Deno.HttpClient | undefined {
+    if (!request.stream || !this.#tls) return this.#tls;
+    return this.#streams ??= Deno.createHttpClient(
+      this.#clientOptions({ http1: true, http2: false }),
+    );
   }
 
   /**
@@ -180,6 +203,7 @@ export class HttpClient implements Disposable {
       ? AbortSignal.any([request.signal, timeout])
       : timeout ?? request.signal;
     let response: Response;
+    const client = this.#clientFor(request);
     const began = performance.now();
     const report = (code: number) =>
       this.#options.onResponse?.({
@@ -194,7 +218,7 @@ export class HttpClient implements Disposable {
         headers,
         signal,
         ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
-        ...(this.#tls ? { client: this.#tls } : {}),
+        ...(client ? { client } : {}),
       });
     } catch (error) {
       this.counters.record({ verb, resource, code: 0 });
@@ -235,5 +259,7 @@ export class HttpClient implements Disposable {
   [Symbol.dispose](): void {
     this.#tls?.close();
     this.#tls = undefined;
+    this.#streams?.close();
+    this.#streams = undefined;
   }
 }
