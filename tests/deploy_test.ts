@@ -352,7 +352,9 @@ Deno.test(
               fieldSelector: "involvedObject.name=kex-1",
             });
             const messages = items.map((e) => String(e.message));
-            return messages.some((m) => /Handler 'create_fn' succeeded/.test(m)) && messages;
+            // Both from one batch, which is posted a few at a time: wait for each.
+            return messages.some((m) => /Handler 'create_fn' succeeded/.test(m)) &&
+              messages.some((m) => m.startsWith("And here we are!")) && messages;
           },
           30_000,
           `Events about kex-1; output:\n${op.lines.join("\n")}`,
@@ -482,6 +484,14 @@ const REMOVALS: readonly Removal[] = [
     expect: /Failed to post an Event.*forbidden.*cannot create resource "events"/,
   },
   {
+    what: "customresourcedefinitions",
+    edit: (kind, rule) =>
+      kind === "ClusterRole" && rule.resources?.includes("customresourcedefinitions") ? null : rule,
+    check: USED.find((a) => a.resource === "customresourcedefinitions")!,
+    expect:
+      /Watching CustomResourceDefinitions.*forbidden.*cannot list resource "customresourcedefinitions"/,
+  },
+  {
     what: "kopfpeerings",
     edit: without("kopfpeerings"),
     check: USED.find((a) => a.resource === "kopfpeerings")!,
@@ -503,7 +513,10 @@ Deno.test(
         await apply(client, await rbacFor(namespace, namespace, removal.edit), namespace);
         await awaitAccess(client, namespace, account, [removal.check], false);
         const kept = USED.filter((a) =>
-          removal.edit("Role", { resources: [a.resource], verbs: [a.verb] })?.verbs?.includes(
+          removal.edit(a.namespaced ? "Role" : "ClusterRole", {
+            resources: [a.resource],
+            verbs: [a.verb],
+          })?.verbs?.includes(
             a.verb,
           )
         );

@@ -132,11 +132,18 @@ export class Discovery {
   /**
    * Watches CustomResourceDefinitions and refreshes the catalogue whenever one is added,
    * changed (e.g. becomes Established or gains a version) or deleted. Runs until aborted.
+   * Failures of the watch are retried with backoff; each is reported to `onError` (e.g. a 403
+   * when the operator may not list or watch CRDs), which would otherwise go unnoticed.
    * @param signal Stops following.
+   * @param onError Told about each failed attempt and when the next one is made.
    */
-  async followDefinitions(signal: AbortSignal): Promise<void> {
+  async followDefinitions(
+    signal: AbortSignal,
+    onError?: (error: Error, retryInMs: number) => void,
+  ): Promise<void> {
     let listed = false;
     for await (const event of watcher(this.#api, CRD_RESOURCE, { signal })) {
+      if (event.type === "error") onError?.(event.error, event.retryInMs);
       // The first listing only confirms the catalogue just loaded; a relist (after 410) may hide
       // changes, so it refreshes. Changes after the listing always refresh.
       const relisted = event.type === "initDone" && listed;

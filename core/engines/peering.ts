@@ -434,6 +434,7 @@ class PeeringMember {
     const { api, settings, identity, logger, signal } = this.#deps;
     while (!signal.aborted) {
       let result = "not found";
+      let failed = false;
       try {
         const stored = await touchPeering(api, this.#target, {
           identity,
@@ -445,8 +446,12 @@ class PeeringMember {
       } catch (error) {
         if (signal.aborted) return;
         result = `failed: ${error}`;
+        failed = true;
       }
-      if (!settings.stealth || result !== "ok") {
+      // A failed keep-alive (e.g. 403: no `patch` on the peering resource) is worth a warning:
+      // peers will soon consider this operator dead.
+      if (failed) logger.warning(`Keep-alive in ${this.#key}: ${result}.`);
+      else if (!settings.stealth || result !== "ok") {
         logger.debug(`Keep-alive in ${this.#key}: ${result}.`);
       }
       // Shortly before the lifetime ends, with jitter so that peers do not write at once.

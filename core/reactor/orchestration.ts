@@ -171,7 +171,12 @@ export class Orchestrator {
     if (!settings.scanning.disabled) {
       client.discovery.onChange(() => void this.#resolve().then(() => this.#replan()));
       tasks.push(
-        client.discovery.followDefinitions(signal).catch((error) => {
+        client.discovery.followDefinitions(signal, (error, retryInMs) => {
+          this.#deps.logger.warning(
+            `Watching CustomResourceDefinitions: ${error.message}; ` +
+              `retrying in ${(retryInMs / 1000).toFixed(1)}s`,
+          );
+        }).catch((error) => {
           if (!signal.aborted) this.#deps.logger.error(`Stopped following CRDs: ${error}`);
         }),
       );
