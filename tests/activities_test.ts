@@ -14,7 +14,7 @@ import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { eventually, kubeconfigPath, testNamespace } from "./_support.ts";
+import { CONFIGMAPS, eventually, kubeconfigPath, testNamespace } from "./_support.ts";
 import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -103,6 +103,63 @@ Deno.test(
     });
     const controller = new AbortController();
     let ready = false;
+    const logs: string[] = [];
+    const running = operator({
+      registry,
+      namespaces: [namespace],
+      standalone: true,
+      settings: createSettings(),
+      signal: controller.signal,
+      onReady: () => (ready = true),
+      listeners: [(entry) => logs.push(entry.message)],
+    });
+    await eventually(() => ready, 15_000, "the operator to be ready");
+    controller.abort();
+    await running;
+    assert.equal(calls, 2, "the rejected credential caused one re-login");
+    // AUTH-12: the lines Kopf logs around the logins, in order.
+    const auth = logs.filter((m) => /authentication|Activity 'credentials'/i.test(m));
+    assert.deepEqual(auth.filter((m) => /authentication/.test(m)), [
+      "Initial authentication has been initiated.",
+      "Initial authentication has finished.",
+      "Re-authentication has been initiated.",
+      "Re-authentication has finished.",
+    ]);
+  },
+);
+
+Deno.test(
+  "expired login credentials are renewed before the next request; a naive expiration is UTC (AUTH-04)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const good = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
+    const namespace = await testNamespace("expiry");
+    const logins: number[] = [];
+    let expiry = 0;
+    const registry = new OperatorRegistry();
+    on.login({ registry }, function credentials(): ConnectionInfo {
+      logins.push(Date.now());
+      // The first credentials expire in 2 s, given as a naive UTC time ("…T12:00:00", no zone).
+      if (logins.length === 1) expiry = Math.ceil((Date.now() + 2_000) / 1000) * 1000;
+      const naive = new Date(expiry).toISOString().replace(/\.\d+Z$/, "");
+      return {
+        server: good.server,
+        caPem: good.caPem,
+        source: "test login handler",
+        credentials: {
+          headers: () => Promise.resolve({ Authorization: `Bearer ${plane.adminToken}` }),
+          invalidate: () => Promise.resolve(false),
+        },
+        ...(logins.length === 1 ? { expiration: naive } : {}),
+      };
+    });
+    // A handler's result is written to the object: a request of the operator's own.
+    on.create("configmaps", { registry }, function note() {
+      return "noted";
+    });
+    const controller = new AbortController();
+    let ready = false;
     const running = operator({
       registry,
       namespaces: [namespace],
@@ -111,10 +168,39 @@ Deno.test(
       signal: controller.signal,
       onReady: () => (ready = true),
     });
-    await eventually(() => ready, 15_000, "the operator to be ready");
-    controller.abort();
-    await running;
-    assert.equal(calls, 2, "the rejected credential caused one re-login");
+    try {
+      await eventually(() => ready, 15_000, "the operator to be ready");
+      assert.equal(logins.length, 1);
+      // Requests after the expiration (the operator's own, for this object's events) log in first.
+      using client = new KubeClient(good);
+      await eventually(
+        async () => {
+          if (Date.now() > expiry) return true;
+          await new Promise((r) => setTimeout(r, 200));
+          return false;
+        },
+        10_000,
+        "the expiration to pass",
+      );
+      await client.api.create(
+        { group: "", version: "v1", plural: "configmaps", namespaced: true },
+        {
+          metadata: { name: "after-expiry" },
+        },
+        { namespace },
+      );
+      await eventually(
+        async () =>
+          (await client.api.get(CONFIGMAPS, "after-expiry", { namespace })).metadata?.annotations,
+        15_000,
+        "the handler's write",
+      );
+      await eventually(() => logins.length >= 2, 15_000, "a second login");
+      assert.ok(logins[1]! >= expiry, "not renewed before the expiration");
+    } finally {
+      controller.abort();
+      await running;
+    }
   },
 );
 
@@ -137,3 +223,33 @@ Deno.test("the liveness endpoint serves probe results (HK-ACT-06, PROBE)", opts,
   assert.equal(missing.status, 404);
   await missing.body?.cancel();
 });
+
+Deno.test(
+  "probe results are reused for 10 seconds: quick requests run the probe handlers once (PROBE-04)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("probe-cache");
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    let runs = 0;
+    await using op = await startOperator((registry) => {
+      on.probe({ registry }, async function counted() {
+        runs++;
+        await new Promise((r) => setTimeout(r, 100));
+        return runs;
+      });
+      on.event("configmaps", { registry }, () => {});
+    }, { namespaces: [namespace], liveness: `http://127.0.0.1:${port}/healthz` });
+    await op.ready;
+    const url = `http://127.0.0.1:${port}/healthz`;
+    // Two at once share one run; one right after reuses its result.
+    const [a, b] = await Promise.all([fetch(url), fetch(url)]);
+    const c = await fetch(url);
+    for (const response of [a, b, c]) {
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { counted: 1 });
+    }
+    assert.equal(runs, 1);
+  },
+);

@@ -10,7 +10,18 @@ import { loadKubeconfig } from "../core/client/config.ts";
 import { ApiError, TransportError } from "../core/client/errors.ts";
 import { createCertificateAuthority } from "../kits/certificates.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { CONFIGMAPS, SERVICEACCOUNTS, testClient, testNamespace } from "./_support.ts";
+import { on } from "../core/api/on.ts";
+import { EVENTS_RESOURCE, postEvent } from "../core/client/events.ts";
+import { createSettings } from "../core/settings/settings.ts";
+import { startOperator } from "./_operator.ts";
+import {
+  CONFIGMAPS,
+  eventually,
+  NAMESPACES,
+  SERVICEACCOUNTS,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -237,3 +248,84 @@ Deno.test("bad configuration: one clear error line each", opts, async () => {
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test(
+  "Events of cluster-scoped objects go to the credentials' default namespace, named with " +
+    "settings.posting.eventNamePrefix (AUTH-13, LOG-14, SUB-70, CFG-23)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const home = await testNamespace("home");
+    const dir = await Deno.makeTempDir();
+    using admin = await testClient();
+    const target = `${home}-target`;
+    try {
+      // The kubeconfig context names the operator's default namespace.
+      const path = `${dir}/kubeconfig`;
+      await Deno.writeTextFile(
+        path,
+        stringify({
+          apiVersion: "v1",
+          kind: "Config",
+          clusters: [{
+            name: "c",
+            cluster: { server: plane.server, "certificate-authority-data": btoa(plane.caPem) },
+          }],
+          users: [{ name: "u", user: { token: plane.adminToken } }],
+          contexts: [{ name: "ctx", context: { cluster: "c", user: "u", namespace: home } }],
+          "current-context": "ctx",
+        }),
+      );
+      const connection = await loadKubeconfig({ paths: [path] });
+      assert.equal(connection.namespace, home);
+      const settings = createSettings({ posting: { aggregationWindow: 0.2 } });
+      settings.posting.eventNamePrefix = "custom-prefix-";
+      await using op = await startOperator((registry) => {
+        on.create("namespaces", { registry, labels: { "kopf-test": home } }, function greet() {
+          return "hello";
+        });
+      }, { client: new KubeClient(connection), settings, namespaces: [home] });
+      await op.ready;
+      // A cluster-scoped object: a namespace of its own.
+      await admin.api.create(NAMESPACES, {
+        metadata: { name: target, labels: { "kopf-test": home } },
+      });
+      const events = await eventually(
+        async () => {
+          const list = await admin.api.list(EVENTS_RESOURCE, {
+            namespace: home,
+            fieldSelector: `involvedObject.name=${target}`,
+          });
+          return list.items.length ? list.items : undefined;
+        },
+        20_000,
+        `an Event about ${target} in ${home}`,
+      );
+      for (const event of events) {
+        assert.match(event.metadata?.name ?? "", /^custom-prefix-/);
+        // The API server accepts it there only if the reference names that namespace (as Kopf's).
+        const ref = event.involvedObject as { kind: string; name: string; namespace?: string };
+        assert.deepEqual([ref.kind, ref.name, ref.namespace], ["Namespace", target, home]);
+      }
+      const elsewhere = await admin.api.list(EVENTS_RESOURCE, {
+        namespace: "default",
+        fieldSelector: `involvedObject.name=${target}`,
+      });
+      assert.equal(elsewhere.items.length, 0, "none in 'default'");
+      // With `default` as the credentials' namespace, the reference stays without a namespace,
+      // as `kubectl describe` of a cluster-scoped object looks for it.
+      assert.equal(admin.http.connection.namespace ?? "default", "default");
+      const posted = await postEvent(admin.api, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: target, uid: "u-1" },
+      }, { type: "Normal", reason: "Testing", message: "in default" });
+      assert.equal(posted.metadata?.namespace, "default");
+      assert.equal((posted.involvedObject as { namespace?: string }).namespace, undefined);
+      await admin.api.delete(EVENTS_RESOURCE, posted.metadata!.name!, { namespace: "default" });
+    } finally {
+      await admin.api.delete(NAMESPACES, target).catch(() => {});
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);

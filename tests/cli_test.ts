@@ -5,7 +5,14 @@
 
 import assert from "node:assert/strict";
 import { spawnOperator } from "./_operator.ts";
-import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  kubeconfigPath,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -190,6 +197,208 @@ Deno.test(
       child.kill("SIGTERM");
       assert.equal((await child.status).code, 0);
       await pumping;
+    }
+  },
+);
+
+/** Runs `kopf ARGS` (any command) to its exit, with the shared plane's kubeconfig. */
+async function kopf(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; lines: string[] }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", "cli.ts", ...args],
+    env: { KUBECONFIG: await kubeconfigPath(), NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+    signal: AbortSignal.timeout(30_000),
+  });
+  const { code, stdout, stderr } = await child.output();
+  const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  return { code, lines: text.split("\n").filter((l) => l.trim()) };
+}
+
+/** A free local port for a liveness endpoint. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+Deno.test("kopf --version prints the version from deno.json (CLI-08)", opts, async () => {
+  const config = JSON.parse(await Deno.readTextFile("deno.json"));
+  const { code, lines } = await kopf(["--version"]);
+  assert.equal(code, 0);
+  assert.deepEqual(lines, [`kopf, version ${config.version}`]);
+});
+
+Deno.test(
+  "options come from KOPF_<COMMAND>_<NAME> environment variables; the command line wins (CLI-08)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("cli-env");
+    const dir = await Deno.makeTempDir();
+    try {
+      const mod = new URL("../mod.ts", import.meta.url).href;
+      await Deno.writeTextFile(
+        `${dir}/h.ts`,
+        `import { on } from "${mod}";\n` +
+          `on.probe(function answer() { return "yes"; });\n` +
+          `on.event("configmaps", function seen() {});\n`,
+      );
+      const port = freePort();
+      await using op = await spawnOperator([`${dir}/h.ts`], {
+        KOPF_RUN_NAMESPACES: namespace,
+        KOPF_RUN_STANDALONE: "true",
+        KOPF_RUN_VERBOSE: "1",
+        KOPF_RUN_LOG_FORMAT: "json",
+        KOPF_RUN_LIVENESS_ENDPOINT: `http://127.0.0.1:${port}/healthz`,
+      });
+      const watching = JSON.parse(await op.waitForLine(/Watching configmaps/));
+      assert.equal(watching.message, `Watching configmaps.v1 in ${namespace}`);
+      const response = await eventually(
+        () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
+        15_000,
+        "the liveness endpoint",
+      );
+      assert.deepEqual(await response.json(), { answer: "yes" });
+      // Peering is detected before the streams start: without KOPF_RUN_STANDALONE, the absent
+      // peering object would have been reported by now.
+      assert.ok(!op.lines.some((l) => /falling back to the standalone mode/.test(l)));
+      assert.equal(await op.stop(), 0);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+
+    // The command line wins over the environment; unusable values are one error line.
+    const bad = await kopf(["run", "nothing.ts"], { KOPF_RUN_STANDALONE: "maybe" });
+    assert.equal(bad.code, 1);
+    assert.deepEqual(bad.lines, [
+      "error: KOPF_RUN_STANDALONE=maybe is not a boolean; use true or false",
+    ]);
+    const format = await kopf(["run", "nothing.ts", "--log-format", "xml"], {
+      KOPF_RUN_LOG_FORMAT: "json",
+    });
+    assert.match(format.lines.join("\n"), /^error: Unknown log format 'xml'/);
+    const peering = `no-such-peering-${crypto.randomUUID().slice(0, 8)}`;
+    const frozen = await kopf(["freeze", "-t", "10"], { KOPF_FREEZE_PEERING: peering });
+    assert.equal(frozen.code, 1);
+    assert.match(frozen.lines.join("\n"), new RegExp(`error: Peering object .* '${peering}'`));
+    // The logging options work on freeze/resume too (CLI-02): -d shows the request.
+    const resumed = await kopf(["resume", "-P", `${peering}-cli`, "-d", "--log-format", "plain"], {
+      KOPF_RESUME_PEERING: peering,
+    });
+    assert.equal(resumed.code, 1);
+    assert.match(resumed.lines.join("\n"), new RegExp(`'${peering}-cli'`));
+    assert.ok(
+      resumed.lines.some((l) => /^PATCH \/apis\/kopf\.dev\/.* → 404 in \d+ ms$/.test(l)),
+      resumed.lines.join("\n"),
+    );
+  },
+);
+
+Deno.test(
+  "-d (--debug) logs the API traffic, -v (--verbose) does not; -L serves the liveness endpoint " +
+    "(CLI-02, CLI-04, LOG-04, AUTH-12)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("cli-debug");
+    const dir = await Deno.makeTempDir();
+    try {
+      const mod = new URL("../mod.ts", import.meta.url).href;
+      await Deno.writeTextFile(
+        `${dir}/h.ts`,
+        `import { on } from "${mod}";\non.event("configmaps", function seen() {});\n`,
+      );
+      const traffic = /^GET \/api → 200 in \d+ ms$/;
+      for (const flag of ["-d", "-v"]) {
+        const port = freePort();
+        const op = await spawnOperator([
+          `${dir}/h.ts`,
+          flag,
+          "-n",
+          namespace,
+          "--standalone",
+          "--log-format",
+          "plain",
+          "-L",
+          `http://127.0.0.1:${port}/healthz`,
+        ]);
+        try {
+          // A debug line both flags show; the initial GET /api precedes it.
+          await op.waitForLine(/^Watching configmaps\.v1 in /);
+          const response = await eventually(
+            () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
+            15_000,
+            "the liveness endpoint",
+          );
+          assert.equal(response.status, 200);
+          await response.body?.cancel();
+          const lines = op.lines.filter((l) => l.trim());
+          const initiated = lines.indexOf("Initial authentication has been initiated.");
+          const finished = lines.indexOf("Initial authentication has finished.");
+          assert.ok(initiated >= 0 && finished > initiated, lines.join("\n"));
+          assert.equal(
+            lines.some((l) => traffic.test(l)),
+            flag === "-d",
+            `${flag}: API traffic ${flag === "-d" ? "logged" : "not logged"}:\n${lines.join("\n")}`,
+          );
+        } finally {
+          assert.equal(await op.stop(), 0);
+        }
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+Deno.test(
+  "SIGTERM with a cleanup handler that never returns: the ultimate exiting timeout ends the " +
+    "process with code 1 and says why (CFG-10, SUB-74)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("cli-exit");
+    const dir = await Deno.makeTempDir();
+    try {
+      const mod = new URL("../mod.ts", import.meta.url).href;
+      await Deno.writeTextFile(
+        `${dir}/h.ts`,
+        `import { on } from "${mod}";\n` +
+          `on.startup(function limits({ settings }) {\n` +
+          `  settings.process.ultimateExitingTimeout = 1;\n` +
+          `});\n` +
+          `on.cleanup(async function hang() {\n` +
+          `  console.error("cleanup started");\n` +
+          `  await new Promise(() => {}); // never settles, ignores its signal\n` +
+          `});\n` +
+          `on.event("configmaps", function seen() {});\n`,
+      );
+      const op = await spawnOperator([
+        `${dir}/h.ts`,
+        "-n",
+        namespace,
+        "--standalone",
+        "--log-format",
+        "plain",
+      ]);
+      await op.waitForLine(/Initial authentication has finished/);
+      // stop() sends SIGTERM and SIGKILLs after 15 s: only the timeout can make the code 1.
+      const code = await op.stop();
+      assert.ok(op.lines.includes("cleanup started"), op.lines.join("\n"));
+      assert.equal(code, 1, op.lines.join("\n"));
+      assert.ok(
+        op.lines.some((l) =>
+          l ===
+            "The graceful exit did not finish within 1 s " +
+              "(settings.process.ultimateExitingTimeout); exiting forcefully."
+        ),
+        op.lines.join("\n"),
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
     }
   },
 );

@@ -8,16 +8,41 @@
  */
 
 import { parseArgs } from "node:util";
+import denoConfig from "../../deno.json" with { type: "json" };
+import { Logger } from "../actions/loggers.ts";
 import { ConfigError } from "../client/config.ts";
 import { KubeClient } from "../client/client.ts";
 import { ActivityError } from "../engines/activities.ts";
 import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
-import { configureLogging, type LogFormat } from "./logging.ts";
+import { configureLogging, type LogFormat, type LoggingOptions } from "./logging.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */
 export type ExitCode = number;
+
+const LOGGING_USAGE = `  -v, --verbose             Framework debug messages.
+  -d, --debug               Also the API traffic: one line per request.
+  -q, --quiet               Warnings and errors only.
+      --log-format FORMAT   plain, full (default) or json.
+      --log-prefix          Prefix object messages with [namespace/name] (default for text formats).
+      --no-log-prefix       Do not prefix object messages.
+      --log-refkey KEY      JSON key of the object reference (default: object).
+`;
+
+/** The logging options, shared by all commands (as in Kopf). */
+const LOGGING_OPTIONS = {
+  verbose: { type: "boolean", short: "v" },
+  debug: { type: "boolean", short: "d" },
+  quiet: { type: "boolean", short: "q" },
+  "log-format": { type: "string" },
+  "log-prefix": { type: "boolean" },
+  "no-log-prefix": { type: "boolean" },
+  "log-refkey": { type: "string" },
+} as const;
+
+/** The package version, from deno.json. */
+export const VERSION: string = denoConfig.version;
 
 const USAGE = `Usage: kopf run [OPTIONS] [FILES]...
 
@@ -32,22 +57,17 @@ Options:
                             'default' if it exists, else run standalone).
   -p, --priority N          Peering priority (default 0); the highest live one works.
       --dev                 Development mode: priority 666.
-      --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
+  -L, --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
       --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
       --embedded            No cluster needed: serve an in-memory Kubernetes API on 127.0.0.1,
                             apply the CRDs from crds/ (and --crd files), print its kubeconfig.
       --crd FILE            With --embedded: also apply this YAML file; repeatable.
       --context NAME        Kubeconfig context.
-  -v, --verbose             Framework debug messages.
-      --debug               All debug messages.
-  -q, --quiet               Warnings and errors only.
-      --log-format FORMAT   plain, full (default) or json.
-      --log-prefix          Prefix object messages with [namespace/name] (default for text formats).
-      --no-log-prefix       Do not prefix object messages.
-      --log-refkey KEY      JSON key of the object reference (default: object).
-  -h, --help                Show this help.
+${LOGGING_USAGE}  -h, --help                Show this help.
 
-Other commands: kopf freeze, kopf resume (pause and resume running operators; see --help).
+Every option can also be given as an environment variable KOPF_RUN_<NAME> (see docs/cli.md);
+options on the command line win. Other commands: kopf freeze, kopf resume (pause and resume
+running operators; see --help). kopf --version prints the version.
 `;
 
 /** How the CLI is embedded (by the testing runner); all optional for the real command line. */
@@ -77,6 +97,112 @@ let imports = 0;
 function firstLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.split("\n").map((l) => l.trim()).find(Boolean) ?? "unknown error";
+}
+
+const RUN_OPTIONS = {
+  module: { type: "string", short: "m", multiple: true },
+  namespace: { type: "string", short: "n", multiple: true },
+  "all-namespaces": { type: "boolean", short: "A" },
+  standalone: { type: "boolean" },
+  peering: { type: "string", short: "P" },
+  priority: { type: "string", short: "p" },
+  dev: { type: "boolean" },
+  liveness: { type: "string", short: "L" },
+  kubeconfig: { type: "string" },
+  embedded: { type: "boolean" },
+  crd: { type: "string", multiple: true },
+  context: { type: "string" },
+  ...LOGGING_OPTIONS,
+  help: { type: "boolean", short: "h" },
+} as const;
+
+const PEERING_OPTIONS = {
+  namespace: { type: "string", short: "n", multiple: true },
+  "all-namespaces": { type: "boolean", short: "A" },
+  peering: { type: "string", short: "P" },
+  id: { type: "string", short: "i" },
+  lifetime: { type: "string", short: "t" },
+  priority: { type: "string", short: "p" },
+  dev: { type: "boolean" },
+  message: { type: "string", short: "m" },
+  kubeconfig: { type: "string" },
+  context: { type: "string" },
+  ...LOGGING_OPTIONS,
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/**
+ * The environment variable names of the options whose Kopf parameter is named differently from
+ * the option (Kopf's CLI reads `KOPF_<COMMAND>_<PARAMETER>`, e.g. `KOPF_RUN_NAMESPACES`); the
+ * other options use their own name, e.g. `--log-format` → `KOPF_RUN_LOG_FORMAT`. `null`: none.
+ */
+const ENV_NAMES: Readonly<Record<string, string | null>> = {
+  module: "MODULES",
+  namespace: "NAMESPACES",
+  "all-namespaces": "CLUSTERWIDE",
+  liveness: "LIVENESS_ENDPOINT",
+  crd: "CRDS",
+  "no-log-prefix": null, // KOPF_RUN_LOG_PREFIX=false
+  help: null,
+};
+
+const TRUE = new Set(["1", "true", "t", "yes", "y", "on"]);
+const FALSE = new Set(["0", "false", "f", "no", "n", "off"]);
+
+/**
+ * Fills the options not given on the command line from `KOPF_<COMMAND>_<NAME>` environment
+ * variables, as Kopf's CLI does: flags take true/false (1/0, yes/no, on/off), repeatable options
+ * take whitespace-separated values.
+ * @returns An error message for an unusable value, else `undefined`.
+ */
+function fromEnvironment(
+  command: string,
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>,
+  specs: Readonly<Record<string, { readonly type: string; readonly multiple?: boolean }>>,
+): string | undefined {
+  for (const [key, spec] of Object.entries(specs)) {
+    const suffix = key in ENV_NAMES ? ENV_NAMES[key] : key.toUpperCase().replaceAll("-", "_");
+    if (!suffix || values[key] !== undefined) continue;
+    if (key === "log-prefix" && values["no-log-prefix"] !== undefined) continue;
+    const name = `KOPF_${command.toUpperCase()}_${suffix}`;
+    const raw = Deno.env.get(name)?.trim();
+    if (!raw) continue;
+    if (spec.type === "boolean") {
+      const flag = raw.toLowerCase();
+      if (!TRUE.has(flag) && !FALSE.has(flag)) {
+        return `${name}=${raw} is not a boolean; use true or false`;
+      }
+      values[key] = TRUE.has(flag);
+    } else values[key] = spec.multiple ? raw.split(/\s+/) : raw;
+  }
+  return undefined;
+}
+
+/** The logging options' values, as parsed. */
+interface LoggingValues {
+  readonly verbose?: boolean | undefined;
+  readonly debug?: boolean | undefined;
+  readonly quiet?: boolean | undefined;
+  readonly "log-format"?: string | undefined;
+  readonly "log-prefix"?: boolean | undefined;
+  readonly "no-log-prefix"?: boolean | undefined;
+  readonly "log-refkey"?: string | undefined;
+}
+
+/** The logging configuration of the given options, or an error message. */
+function loggingOf(o: LoggingValues): LoggingOptions | string {
+  const format = (o["log-format"] ?? "full") as LogFormat;
+  if (!["plain", "full", "json"].includes(format)) {
+    return `Unknown log format '${format}'; use plain, full or json`;
+  }
+  return {
+    verbose: o.verbose ?? false,
+    debug: o.debug ?? false,
+    quiet: o.quiet ?? false,
+    format,
+    prefix: o["no-log-prefix"] ? false : o["log-prefix"] ?? format !== "json",
+    refkey: o["log-refkey"] ?? "object",
+  };
 }
 
 /**
@@ -119,6 +245,10 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     (options.write ?? console.log)(USAGE);
     return command ? 0 : 1;
   }
+  if (command === "--version") {
+    (options.write ?? console.log)(`kopf, version ${VERSION}`);
+    return 0;
+  }
   if (command === "freeze" || command === "resume") {
     return await peeringCommand(command, rest, options, print, fail);
   }
@@ -130,28 +260,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     parsed = parseArgs({
       args: [...rest],
       allowPositionals: true,
-      options: {
-        module: { type: "string", short: "m", multiple: true },
-        namespace: { type: "string", short: "n", multiple: true },
-        "all-namespaces": { type: "boolean", short: "A" },
-        standalone: { type: "boolean" },
-        peering: { type: "string", short: "P" },
-        priority: { type: "string", short: "p" },
-        dev: { type: "boolean" },
-        liveness: { type: "string" },
-        kubeconfig: { type: "string" },
-        embedded: { type: "boolean" },
-        crd: { type: "string", multiple: true },
-        context: { type: "string" },
-        verbose: { type: "boolean", short: "v" },
-        debug: { type: "boolean" },
-        quiet: { type: "boolean", short: "q" },
-        "log-format": { type: "string" },
-        "log-prefix": { type: "boolean" },
-        "no-log-prefix": { type: "boolean" },
-        "log-refkey": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
+      options: RUN_OPTIONS,
     });
   } catch (error) {
     return fail(`${firstLine(error)} (see kopf run --help)`);
@@ -161,16 +270,16 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     (options.write ?? console.log)(USAGE);
     return 0;
   }
+  const invalid = fromEnvironment("run", o, RUN_OPTIONS);
+  if (invalid) return fail(invalid);
   const namespaces = [...(o.namespace ?? [])];
   const legacy = Deno.env.get("KOPF_RUN_NAMESPACE");
   if (legacy) namespaces.push(legacy);
   if (o["all-namespaces"] && namespaces.length) {
     return fail("--namespace and --all-namespaces are mutually exclusive");
   }
-  const format = (o["log-format"] ?? "full") as LogFormat;
-  if (!["plain", "full", "json"].includes(format)) {
-    return fail(`Unknown log format '${format}'; use plain, full or json`);
-  }
+  const logging = loggingOf(o);
+  if (typeof logging === "string") return fail(logging);
   const priority = o.dev ? 666 : o.priority === undefined ? undefined : Number(o.priority);
   if (priority !== undefined && !Number.isInteger(priority)) {
     return fail(`--priority must be an integer, got '${o.priority}'`);
@@ -179,15 +288,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     return fail("Nothing to run: give handler files or -m modules (see kopf run --help)");
   }
 
-  await configureLogging({
-    verbose: o.verbose ?? false,
-    debug: o.debug ?? false,
-    quiet: o.quiet ?? false,
-    format,
-    prefix: o["no-log-prefix"] ? false : o["log-prefix"] ?? format !== "json",
-    refkey: o["log-refkey"] ?? "object",
-    ...(options.write ? { write: options.write } : {}),
-  });
+  await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
 
   for (
     const [target, isModule] of [
@@ -218,13 +319,23 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   // As in Kopf, where --quiet keeps info messages from ever reaching the Events poster.
   if (o.quiet) settings.posting.level = "warning";
   let signals = 0;
+  let ultimate: ReturnType<typeof setTimeout> | undefined;
   const onSignal = () => {
     signals++;
     if (signals > 1) Deno.exit(130); // A second signal: stop waiting for a graceful exit.
     controller.abort(new Error("Signal received"));
-    // If the graceful exit hangs (e.g. a handler that never returns), exit anyway.
+    // If the graceful exit hangs (e.g. a cleanup handler that never returns), exit anyway. The
+    // timer is read now, so that startup handlers may have changed the setting; it keeps the
+    // process alive, so that a hang on a promise that never settles also ends with this line.
     const limit = settings.process.ultimateExitingTimeout;
-    if (limit !== null) Deno.unrefTimer(setTimeout(() => Deno.exit(1), limit * 1000));
+    if (limit === null) return;
+    ultimate = setTimeout(() => {
+      new Logger(["kopf", "operator"]).error(
+        `The graceful exit did not finish within ${limit} s ` +
+          `(settings.process.ultimateExitingTimeout); exiting forcefully.`,
+      );
+      Deno.exit(1);
+    }, limit * 1000);
   };
   const listening: Deno.Signal[] = options.signal
     ? []
@@ -265,6 +376,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   } finally {
     for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
     await embedded?.stop();
+    clearTimeout(ultimate);
   }
 }
 
@@ -298,22 +410,7 @@ async function peeringCommand(
 ): Promise<ExitCode> {
   let o;
   try {
-    o = parseArgs({
-      args: [...args],
-      options: {
-        namespace: { type: "string", short: "n", multiple: true },
-        "all-namespaces": { type: "boolean", short: "A" },
-        peering: { type: "string", short: "P" },
-        id: { type: "string", short: "i" },
-        lifetime: { type: "string", short: "t" },
-        priority: { type: "string", short: "p" },
-        dev: { type: "boolean" },
-        message: { type: "string", short: "m" },
-        kubeconfig: { type: "string" },
-        context: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }).values;
+    o = parseArgs({ args: [...args], options: PEERING_OPTIONS }).values;
   } catch (error) {
     return fail(`${firstLine(error)} (see kopf ${command} --help)`);
   }
@@ -321,6 +418,11 @@ async function peeringCommand(
     (options.write ?? console.log)(PEERING_USAGE);
     return 0;
   }
+  const invalid = fromEnvironment(command, o, PEERING_OPTIONS);
+  if (invalid) return fail(invalid);
+  const logging = loggingOf(o);
+  if (typeof logging === "string") return fail(logging);
+  await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
   const namespaces = o.namespace ?? [];
   if (o["all-namespaces"] && namespaces.length) {
     return fail("--namespace and --all-namespaces are mutually exclusive");
@@ -340,9 +442,12 @@ async function peeringCommand(
   const kubeconfig = o.kubeconfig ?? options.kubeconfig;
   let client: KubeClient;
   try {
+    const traffic = new Logger(["kopf", "client"]); // shown with --debug only
     client = await KubeClient.connect({
       ...(kubeconfig ? { kubeconfig } : {}),
       ...(o.context ? { context: o.context } : {}),
+      onResponse: (r) =>
+        traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
     });
   } catch (error) {
     return fail(firstLine(error));

@@ -46,6 +46,30 @@ export interface ConnectionInfo {
   readonly credentials: Credentials;
   /** Where this came from, for error messages: e.g. `kubeconfig ~/.kube/config, context "kind"`. */
   readonly source: string;
+  /**
+   * When these credentials stop being valid (from a login handler): the operator logs in again
+   * before the next request after this time. A `Date`, or an ISO 8601 string; a string without
+   * a time zone (`2099-12-31T23:59:59`) is UTC, as in Kopf. @default never
+   */
+  readonly expiration?: Date | string;
+}
+
+/**
+ * The moment an expiration means, in milliseconds since the epoch.
+ *
+ * @param expiration A `Date`, or an ISO 8601 string; without a time zone, it is UTC.
+ * @returns The time, or `undefined` when there is no expiration.
+ * @throws {TypeError} for a string that is not a date.
+ */
+export function expirationTime(expiration: Date | string | undefined): number | undefined {
+  if (expiration === undefined) return undefined;
+  if (expiration instanceof Date) return expiration.getTime();
+  const text = expiration.trim();
+  // JavaScript reads a date-time without a zone as local time; Kopf reads it as UTC.
+  const naive = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text);
+  const time = Date.parse(naive ? `${text.replace(" ", "T")}Z` : text);
+  if (Number.isNaN(time)) throw new TypeError(`Not a date-time for an expiration: '${expiration}'`);
+  return time;
 }
 
 /** Credentials that add no headers (anonymous, or client certificates only). */

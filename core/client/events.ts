@@ -54,7 +54,9 @@ export interface PostEventOptions {
 const MAX_MESSAGE = 1024;
 
 /**
- * Creates a core/v1 Event about an object. Events of cluster-scoped objects go to `default`.
+ * Creates a core/v1 Event about an object. Events of cluster-scoped objects go to the default
+ * namespace of the client's connection (e.g. the kubeconfig context's namespace), else to
+ * `default`.
  *
  * @param api Object operations.
  * @param involved The object the event is about (needs apiVersion, kind, metadata.name/uid).
@@ -69,7 +71,14 @@ export function postEvent(
   options: PostEventOptions = {},
 ): Promise<KubeObject> {
   const meta = involved.metadata ?? {};
-  const namespace = meta.namespace || "default";
+  // An Event lives in its object's namespace; for cluster-scoped objects, in the default
+  // namespace of the credentials (the kubeconfig context's, the service account's): an operator
+  // may be allowed to create Events in its own namespace only.
+  const namespace = meta.namespace || api.http.connection.namespace || "default";
+  // The API server accepts an Event about a cluster-scoped object only in `default`, or when the
+  // reference names the Event's namespace (which is what Kopf sends for all of them). A reference
+  // without a namespace is what `kubectl describe` looks for, so `default` keeps it that way.
+  const refNamespace = meta.namespace || (namespace === "default" ? undefined : namespace);
   const first = (info.firstTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
   const last = (info.lastTimestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
   const message = info.message.length > MAX_MESSAGE
@@ -93,7 +102,7 @@ export function postEvent(
       kind: involved.kind,
       name: meta.name,
       uid: meta.uid,
-      ...(meta.namespace ? { namespace: meta.namespace } : {}),
+      ...(refNamespace ? { namespace: refNamespace } : {}),
       ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
     },
   };

@@ -1,8 +1,8 @@
 /**
  * The liveness endpoint (`--liveness http://0.0.0.0:8080/healthz`): answers with the results of
- * the probe handlers as JSON, and fails (503) when the operator is not healthy — some watch
- * stream has been silent (no events, no bookmarks, no successful reconnect) for too long, which
- * means it is stuck in a way its own watchdog could not repair.
+ * the probe handlers as JSON (reused for 10 seconds), and fails (503) when the operator is not
+ * healthy — some watch stream has been silent (no events, no bookmarks, no successful reconnect)
+ * for too long, which means it is stuck in a way its own watchdog could not repair.
  * @module
  */
 
@@ -30,6 +30,12 @@ export interface LivenessOptions {
   readonly signal: AbortSignal;
   /** The operator's indices, passed to probe handlers. */
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /**
+   * How long (seconds) the probe handlers' results are reused for further requests, as in Kopf:
+   * liveness checks may come often, and probes may be costly. Failures are not reused.
+   * @default 10
+   */
+  readonly maxAge?: number;
 }
 
 /** A running liveness endpoint. */
@@ -52,6 +58,23 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
     throw new TypeError(`The liveness URL must be http://host:port/path, got ${options.url}`);
   }
   const path = url.pathname || "/";
+  const maxAgeMs = (options.maxAge ?? 10) * 1000;
+  let cached: { at: number; results: Record<string, unknown> } | undefined;
+  let probing: Promise<Record<string, unknown>> | undefined;
+  // Concurrent requests share one run of the probe handlers.
+  const probe = () =>
+    probing ??= runActivity({
+      handlers: options.handlers,
+      activity: "probe",
+      memo: options.memo,
+      settings: options.settings,
+      logger: options.logger,
+      indices: options.indices,
+      signal: AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]),
+    }).then((results) => {
+      cached = { at: performance.now(), results: Object.fromEntries(results) };
+      return cached.results;
+    }).finally(() => (probing = undefined));
   const server = Deno.serve({
     hostname: url.hostname,
     port: Number(url.port || 80),
@@ -64,16 +87,8 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
       return Response.json({ error: problems }, { status: 503 });
     }
     try {
-      const results = await runActivity({
-        handlers: options.handlers,
-        activity: "probe",
-        memo: options.memo,
-        settings: options.settings,
-        logger: options.logger,
-        indices: options.indices,
-        signal: AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]),
-      });
-      return Response.json(Object.fromEntries(results));
+      const fresh = cached && performance.now() - cached.at < maxAgeMs;
+      return Response.json(fresh ? cached!.results : await probe());
     } catch (error) {
       return Response.json({ error: String(error instanceof Error ? error.message : error) }, {
         status: 500,

@@ -12,7 +12,8 @@ import { getDefaultLifecycle, type Lifecycle } from "../actions/lifecycles.ts";
 import { Logger, type LogListener } from "../actions/loggers.ts";
 import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
-import type { ConnectionInfo, Credentials } from "../client/connection.ts";
+import { autoConfigure } from "../client/config.ts";
+import { type ConnectionInfo, type Credentials, expirationTime } from "../client/connection.ts";
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
@@ -259,13 +260,36 @@ async function connect(
   const traffic = logger.child(["kopf", "client"]);
   const handlers = registry.activities("login");
   if (handlers.length === 0) {
-    return await KubeClient.connect({
-      ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+    // Kopf logs in with the kubeconfig / in-cluster account through a built-in login handler,
+    // and logs the same lines around it.
+    logger.info("Initial authentication has been initiated.");
+    const paths = options.kubeconfig === undefined
+      ? []
+      : ([] as string[]).concat(options.kubeconfig);
+    const connection = await autoConfigure({
+      ...(paths.length ? { paths } : {}),
       ...(options.context ? { context: options.context } : {}),
-      ...http,
     });
+    logger.info("Initial authentication has finished.");
+    const credentials: Credentials = {
+      headers: (s) => connection.credentials.headers(s),
+      invalidate: async () => {
+        logger.info("Re-authentication has been initiated.");
+        const renewed = await connection.credentials.invalidate();
+        if (renewed) logger.info("Re-authentication has finished.");
+        else {
+          logger.warning(
+            `Re-authentication has failed: the credentials from ${connection.source} cannot be renewed.`,
+          );
+        }
+        return renewed;
+      },
+    };
+    return new KubeClient({ ...connection, credentials }, http);
   }
-  const login = async (): Promise<ConnectionInfo> => {
+  const login = async (initial: boolean): Promise<ConnectionInfo> => {
+    const what = initial ? "Initial authentication" : "Re-authentication";
+    logger.info(`${what} has been initiated.`);
     const results = await runActivity({
       handlers,
       activity: "login",
@@ -282,15 +306,28 @@ async function connect(
         "No login handler returned connection info (a ConnectionInfo object)",
       );
     }
+    logger.info(`${what} has finished.`);
     return info;
   };
-  let current = await login();
-  // A 401 re-runs the login handlers (e.g. to fetch a fresh token); server and TLS stay.
+  let current = await login(true);
+  let expires = expirationTime(current.expiration);
+  // One re-login at a time, however many requests are waiting for it.
+  let renewing: Promise<void> | undefined;
+  const renew = () =>
+    renewing ??= login(false).then((info) => {
+      current = info;
+      expires = expirationTime(info.expiration);
+    }).finally(() => (renewing = undefined));
+  // A 401 or the expiration re-runs the login handlers (e.g. to fetch a fresh token); the
+  // server and TLS stay those of the first login.
   const credentials: Credentials = {
-    headers: (s) => current.credentials.headers(s),
+    headers: async (s) => {
+      if (renewing || (expires !== undefined && Date.now() >= expires)) await renew();
+      return await current.credentials.headers(s);
+    },
     invalidate: async () => {
       if (await current.credentials.invalidate()) return true;
-      current = await login();
+      await renew();
       return true;
     },
   };

@@ -25,7 +25,11 @@ export const LOG_LEVELS: Readonly<Record<LogLevel, number>> = {
 
 /** `settings.process`: the operator process. */
 export interface ProcessSettings {
-  /** After SIGTERM/SIGINT, exit forcefully if graceful exit takes longer (null: never). @default 600 */
+  /**
+   * After SIGTERM/SIGINT, `kopf run` exits forcefully (code 1, with a log line) if the graceful
+   * exit takes longer (null: never); read when the signal arrives. Not applied when an embedding
+   * program stops `operator()` through its signal. @default 600
+   */
   ultimateExitingTimeout: number | null;
   /** Grace period for handlers and daemons to finish after the stop signal. @default 5 */
   gracePeriod: number;
