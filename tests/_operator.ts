@@ -98,13 +98,27 @@ export interface SpawnedOperator extends AsyncDisposable {
  * @param args Arguments after `run`.
  * @param env Extra environment variables.
  */
-export async function spawnOperator(
+export function spawnOperator(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<SpawnedOperator> {
+  return spawnDeno(["cli.ts", "run", ...args], env);
+}
+
+/**
+ * Starts `deno run -A <args>` (e.g. a script that embeds an operator) against the run's
+ * control plane, with the output captured as for {@link spawnOperator}.
+ * @param args The script and its arguments.
+ * @param env Extra environment variables.
+ * @returns The running process.
+ */
+export async function spawnDeno(
   args: readonly string[],
   env: Record<string, string> = {},
 ): Promise<SpawnedOperator> {
   const plane = await sharedControlPlane();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-check", "cli.ts", "run", ...args],
+    args: ["run", "-A", "--no-check", ...args],
     env: { KUBECONFIG: plane.kubeconfigPath, NO_COLOR: "1", ...env },
     stdout: "piped",
     stderr: "piped",

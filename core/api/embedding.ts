@@ -15,6 +15,8 @@
  * @module
  */
 
+import { Logger } from "../actions/loggers.ts";
+import { createSettings } from "../settings/settings.ts";
 import type { OperatorStats } from "../reactor/orchestration.ts";
 import { operator, type OperatorOptions } from "../reactor/running.ts";
 
@@ -59,10 +61,24 @@ export function start(options: Omit<OperatorOptions, "onReady"> = {}): RunningOp
  */
 export async function run(options: OperatorOptions = {}): Promise<void> {
   const controller = new AbortController();
+  // Read when the signal comes, so that startup handlers may change the exit timeout.
+  const settings = options.settings ?? createSettings();
   let signals = 0;
+  let ultimate: ReturnType<typeof setTimeout> | undefined;
   const onSignal = () => {
     if (++signals > 1) Deno.exit(130);
     controller.abort(new Error("Signal received"));
+    // As `kopf run`: a graceful exit that hangs (a cleanup handler that never returns) ends
+    // the process after `settings.process.ultimateExitingTimeout`.
+    const limit = settings.process.ultimateExitingTimeout;
+    if (limit === null) return;
+    ultimate = setTimeout(() => {
+      new Logger(["kopf", "operator"]).error(
+        `The graceful exit did not finish within ${limit} s ` +
+          `(settings.process.ultimateExitingTimeout); exiting forcefully.`,
+      );
+      Deno.exit(1);
+    }, limit * 1000);
   };
   const names: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   for (const name of names) Deno.addSignalListener(name, onSignal);
@@ -70,8 +86,9 @@ export async function run(options: OperatorOptions = {}): Promise<void> {
     const signal = options.signal
       ? AbortSignal.any([options.signal, controller.signal])
       : controller.signal;
-    await operator({ ...options, signal });
+    await operator({ ...options, settings, signal });
   } finally {
+    clearTimeout(ultimate);
     for (const name of names) Deno.removeSignalListener(name, onSignal);
   }
 }
