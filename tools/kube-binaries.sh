@@ -37,7 +37,8 @@ staging="v0.${K8S_VERSION#v1.}"
 if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]]; then
   log "preparing wrapper module for k8s.io/kubernetes@$K8S_VERSION"
   cd "$work/kube"
-  [[ -f go.mod ]] || go mod init kopf-ts.invalid/kubebin >/dev/null 2>&1
+  rm -f go.mod go.sum # a failed earlier attempt must not pin anything
+  go mod init kopf-ts.invalid/kubebin >/dev/null 2>&1
   if ! modfile="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')" \
     || [[ -z "$modfile" ]]; then
     echo "error: cannot download k8s.io/kubernetes@$K8S_VERSION from the Go module proxy ($(go env GOPROXY))" >&2
@@ -51,7 +52,10 @@ if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]]; then
   [[ -n "$godebug" ]] && go mod edit -godebug="$godebug"
   log "resolving modules (first run downloads a few hundred MB)"
   go get "k8s.io/kubernetes@$K8S_VERSION" >&2
-  go get -tool k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager >&2
+  # Versions pinned here too: a bare package path means @upgrade, which would pull the newest
+  # k8s.io/kubernetes while the staging modules stay at this version (and then fail to build).
+  go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" >&2
   ldflags="-s -w"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"

@@ -16,6 +16,7 @@ import { ActivityError } from "../engines/activities.ts";
 import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
+import { armUltimateExit } from "./embedding.ts";
 import { configureLogging, type LogFormat, type LoggingOptions } from "./logging.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */
@@ -324,18 +325,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     signals++;
     if (signals > 1) Deno.exit(130); // A second signal: stop waiting for a graceful exit.
     controller.abort(new Error("Signal received"));
-    // If the graceful exit hangs (e.g. a cleanup handler that never returns), exit anyway. The
-    // timer is read now, so that startup handlers may have changed the setting; it keeps the
-    // process alive, so that a hang on a promise that never settles also ends with this line.
-    const limit = settings.process.ultimateExitingTimeout;
-    if (limit === null) return;
-    ultimate = setTimeout(() => {
-      new Logger(["kopf", "operator"]).error(
-        `The graceful exit did not finish within ${limit} s ` +
-          `(settings.process.ultimateExitingTimeout); exiting forcefully.`,
-      );
-      Deno.exit(1);
-    }, limit * 1000);
+    ultimate = armUltimateExit(settings); // if the graceful exit hangs, exit anyway
   };
   const listening: Deno.Signal[] = options.signal
     ? []

@@ -16,7 +16,7 @@
  */
 
 import { Logger } from "../actions/loggers.ts";
-import { createSettings } from "../settings/settings.ts";
+import { createSettings, type OperatorSettings } from "../settings/settings.ts";
 import type { OperatorStats } from "../reactor/orchestration.ts";
 import { operator, type OperatorOptions } from "../reactor/running.ts";
 
@@ -55,6 +55,28 @@ export function start(options: Omit<OperatorOptions, "onReady"> = {}): RunningOp
 }
 
 /**
+ * After a stop signal: if the graceful exit hangs (e.g. a cleanup handler that never returns),
+ * log why and end the process after `settings.process.ultimateExitingTimeout` (read now, so
+ * that startup handlers may have changed it). The timer keeps the process alive, so that a hang
+ * on a promise that never settles also ends with this line. Used by `run()` and `kopf run`.
+ * @param settings The operator's settings.
+ * @returns The timer (to clear after a graceful exit), or `undefined` when disabled.
+ */
+export function armUltimateExit(
+  settings: OperatorSettings,
+): ReturnType<typeof setTimeout> | undefined {
+  const limit = settings.process.ultimateExitingTimeout;
+  if (limit === null) return undefined;
+  return setTimeout(() => {
+    new Logger(["kopf", "operator"]).error(
+      `The graceful exit did not finish within ${limit} s ` +
+        `(settings.process.ultimateExitingTimeout); exiting forcefully.`,
+    );
+    Deno.exit(1);
+  }, limit * 1000);
+}
+
+/**
  * Runs an operator until SIGINT or SIGTERM (a second signal exits at once).
  * @param options As for {@link operator}.
  * @returns Resolves after a clean stop.
@@ -68,17 +90,7 @@ export async function run(options: OperatorOptions = {}): Promise<void> {
   const onSignal = () => {
     if (++signals > 1) Deno.exit(130);
     controller.abort(new Error("Signal received"));
-    // As `kopf run`: a graceful exit that hangs (a cleanup handler that never returns) ends
-    // the process after `settings.process.ultimateExitingTimeout`.
-    const limit = settings.process.ultimateExitingTimeout;
-    if (limit === null) return;
-    ultimate = setTimeout(() => {
-      new Logger(["kopf", "operator"]).error(
-        `The graceful exit did not finish within ${limit} s ` +
-          `(settings.process.ultimateExitingTimeout); exiting forcefully.`,
-      );
-      Deno.exit(1);
-    }, limit * 1000);
+    ultimate = armUltimateExit(settings);
   };
   const names: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   for (const name of names) Deno.addSignalListener(name, onSignal);
