@@ -3,7 +3,8 @@
  * key→value pairs; the index collects, per key, the values of all objects (a {@link Store}).
  *
  * - A plain object (or a `Map`, for non-string keys such as tuples) is merged key by key;
- *   any other value is stored under the key `null`; `undefined`/`null` means "do not index".
+ *   any other value is stored under the key `null`; `undefined`/`null` means "do not index":
+ *   the object's earlier values stay as they are (as in Kopf). Null values in a mapping count.
  * - When an object is deleted or stops matching, all its values leave; empty stores vanish.
  * - Errors: ignored by default (stale values stay); a PermanentError removes the object's values
  *   and excludes it for good; a TemporaryError (or the "temporary" mode) removes them and
@@ -147,7 +148,12 @@ export class Index {
   }
 }
 
-/** Turns an index handler's result into key→value pairs; `undefined` means "do not index". */
+/**
+ * Turns an index handler's result into key→value pairs.
+ *
+ * @param result What the index handler returned.
+ * @returns The pairs, or `undefined` for "do not index" (the earlier values are kept).
+ */
 export function indexPairs(result: unknown): Array<readonly [unknown, unknown]> | undefined {
   if (result === undefined || result === null) return undefined;
   if (result instanceof Map) return [...result.entries()];
