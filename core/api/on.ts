@@ -37,6 +37,8 @@ import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import { type Operation, OPERATIONS } from "../structs/admission.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
+import { index } from "./indexing.ts";
+import { daemon, timer } from "./spawning.ts";
 
 /** Options every resource handler accepts. */
 export interface HandlerOptions<C = never> {
@@ -384,6 +386,12 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   probe(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+  /** The same function as the top-level {@link daemon} (Kopf has both spellings). */
+  readonly daemon: typeof daemon;
+  /** The same function as the top-level {@link timer} (Kopf has both spellings). */
+  readonly timer: typeof timer;
+  /** The same function as the top-level {@link index} (Kopf has both spellings). */
+  readonly index: typeof index;
 }
 
 /** Options of operator-level handlers (startup, cleanup, login, probe). */
@@ -564,4 +572,7 @@ export const on: On = {
   cleanup: (optionsOrFn, maybeFn) => registerActivity("cleanup", optionsOrFn, maybeFn),
   login: (optionsOrFn, maybeFn) => registerActivity("login", optionsOrFn, maybeFn),
   probe: (optionsOrFn, maybeFn) => registerActivity("probe", optionsOrFn, maybeFn),
+  daemon,
+  timer,
+  index,
 };

@@ -2,7 +2,9 @@
 // (core/api/on.ts) builds and validates. Kept here, beside handlers.ts, as the records are defined
 // in this layer.
 import assert from "node:assert/strict";
+import { index } from "../api/indexing.ts";
 import { on } from "../api/on.ts";
+import { daemon, timer } from "../api/spawning.ts";
 import { ABSENT, PRESENT } from "./filters.ts";
 import { type ChangingHandler, defaultHandlerId, type WatchingHandler } from "./handlers.ts";
 import { getDefaultRegistry, OperatorRegistry, setDefaultRegistry } from "./registries.ts";
@@ -251,4 +253,20 @@ Deno.test("on.*() accept a field with value, old or new (OPT-11, OPT-12)", () =>
   on.update("kex", { registry, field: "spec.x", old: "a", new: "b" }, function b() {});
   on.field("kex", { registry, field: "spec.x", value: PRESENT }, function c() {});
   assert.equal(registry.registrations.length, 3);
+});
+
+Deno.test("on.daemon(), on.timer() and on.index() register what daemon(), timer() and index() do (API-19)", () => {
+  const viaOn = new OperatorRegistry();
+  on.daemon("kex", { registry: viaOn, cancellationTimeout: 3 }, function d() {});
+  on.timer("kex", { registry: viaOn, interval: 5 }, function t() {});
+  on.index("kex", { registry: viaOn }, function i() {});
+  const kinds = viaOn.registrations.map(({ handler }) =>
+    handler.kind === "spawning" ? `${handler.spawn}:${handler.id}` : `${handler.kind}:${handler.id}`
+  );
+  assert.deepEqual(kinds, ["daemon:d", "timer:t", "indexing:i"]);
+  assert.equal((viaOn.registrations[1]!.handler as { interval?: number }).interval, 5);
+  assert.deepEqual(viaOn.indexIds(), ["i"]);
+  assert.equal(on.daemon, daemon);
+  assert.equal(on.timer, timer);
+  assert.equal(on.index, index);
 });
