@@ -83,6 +83,7 @@ export type {
   BaseHandler,
   ChangingHandler,
   HandlerFn,
+  HandlerId,
   IndexingHandler,
   Reason,
   Registration,
@@ -151,7 +152,14 @@ export {
   type PatchRequests,
   type PatchRequestsOptions,
 } from "./core/structs/patches.ts";
-export type { KubeList, KubeObject, ObjectMeta, OwnerReference } from "./core/structs/objects.ts";
+export type {
+  Annotations,
+  KubeList,
+  KubeObject,
+  Labels,
+  ObjectMeta,
+  OwnerReference,
+} from "./core/structs/objects.ts";
 export type { Resource } from "./core/structs/resources.ts";
 export { type ConnectOptions, KubeClient } from "./core/client/client.ts";
 export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core/client/http.ts";

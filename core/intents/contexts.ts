@@ -8,7 +8,7 @@ import type { Logger } from "../actions/loggers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission.ts";
 import type { Diff } from "../structs/diffs.ts";
-import type { KubeObject, ObjectMeta } from "../structs/objects.ts";
+import type { Annotations, KubeObject, Labels, ObjectMeta } from "../structs/objects.ts";
 import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
@@ -62,9 +62,9 @@ export interface ResourceContext<Spec = Record<string, unknown>, Status = Record
   /** `metadata.uid`. */
   readonly uid: string | undefined;
   /** `metadata.labels` (empty when absent). */
-  readonly labels: Readonly<Record<string, string>>;
+  readonly labels: Labels;
   /** `metadata.annotations` (empty when absent). */
-  readonly annotations: Readonly<Record<string, string>>;
+  readonly annotations: Annotations;
   /** The resource actually served (as discovered). */
   readonly resource: Resource;
   /** Changes to apply to the object after the handler, merged into the cycle's one patch. */
@@ -129,6 +129,8 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
    *
    * @param fn The sub-handler function; it gets the same kind of context.
    * @param options Id, error mode, timeout, retries, backoff, param, and filters.
+   * @throws {TypeError} for `value`/`old`/`new` without `field`, `value` with `old`/`new`, or
+   *   `old`/`new` when this handler is not an update or field handler.
    */
   subhandler(
     fn: (context: ChangingContext<Spec, Status>) => unknown,
@@ -181,10 +183,20 @@ export interface SubhandlerOptions {
   readonly annotations?: MetaFilter;
   /** Whole-object callback filter. */
   readonly when?: WhenCallback<ChangingContext>;
-  /** A field the sub-handler cares about (dotted or a path). */
+  /**
+   * A field the sub-handler cares about (dotted or a path, from the object's root). Under an
+   * update or field handler, the sub-handler runs only when this field changed.
+   */
   readonly field?: string | readonly string[];
   /** Value filter of `field` (default: present). */
   readonly value?: ValueFilter;
+  /**
+   * Filter of the old value of `field`; only when the parent is an update or field handler
+   * (otherwise `subhandler()` throws a TypeError), and not together with `value`.
+   */
+  readonly old?: ValueFilter;
+  /** Filter of the new value of `field`; the same rules as for `old`. */
+  readonly new?: ValueFilter;
 }
 
 /** What operator-level handlers (startup, cleanup, login, probe) receive. */

@@ -22,10 +22,16 @@ export type CauseReason = Reason | "noop" | "free" | "gone";
  */
 export type HandlerFn<C = never> = (context: C) => unknown;
 
+/**
+ * A handler's id: unique within a registry; the function's name by default, `parent/child` for
+ * sub-handlers, `name/field.path` for field handlers. It keys the handler's progress and result.
+ */
+export type HandlerId = string;
+
 /** Options shared by all resource handlers. */
 export interface BaseHandler {
   /** Unique id within the registry (default: the function name). */
-  readonly id: string;
+  readonly id: HandlerId;
   /** The function to call. */
   readonly fn: HandlerFn;
   /** Passed back as `param`. */

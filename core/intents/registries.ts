@@ -275,15 +275,74 @@ export function matchChangingHandlers(
   const seen = new Set<string>();
   for (const handler of handlers) {
     if (!reasonMatches(handler, cause, body)) continue;
-    if (
-      handler.field && handler.fieldMustChange && !fieldChangeMatches(handler, cause, contextFor)
-    ) continue;
-    if (!matchesBodyFilters(handler, body, () => contextFor(handler))) continue;
+    if (!matchesChangingFilters(handler, cause, body, () => contextFor(handler))) continue;
     if (seen.has(handler.id)) continue;
     seen.add(handler.id);
     selected.push(handler);
   }
   return selected;
+}
+
+/**
+ * Whether a changing handler's filters pass for a cause, whatever its reason: the field change
+ * with its `value`/`old`/`new` filters (when the field must change), then the body filters.
+ * Sub-handlers are matched with this alone (their parent already matched the reason).
+ *
+ * @param handler The handler.
+ * @param cause The detected cause.
+ * @param body The object.
+ * @param contextOf Builds the filter context; called only if the handler has callback filters.
+ * @returns Whether the handler's filters match.
+ */
+export function matchesChangingFilters(
+  handler: ChangingHandler,
+  cause: ChangingCause,
+  body: KubeObject,
+  contextOf: () => unknown,
+): boolean {
+  let context: { value: unknown } | undefined; // built once, shared by all the filters
+  const once = () => (context ??= { value: contextOf() }).value;
+  if (handler.field && handler.fieldMustChange && !fieldChangeMatches(handler, cause, once)) {
+    return false;
+  }
+  return matchesBodyFilters(handler, body, once);
+}
+
+/** What filter callbacks of changing handlers get on top of the resource context. */
+export interface ChangingFilterExtras {
+  /** The detected cause's reason (during the finalizer decision also `noop`, `free`, `gone`). */
+  readonly reason: ChangingCause["reason"];
+  /** Essential changes (relative to the handler's field, if any). */
+  readonly diff: ChangingCause["diff"];
+  /** The last handled essence (or the old field value). */
+  readonly old: unknown;
+  /** The current essence (or the new field value). */
+  readonly new: unknown;
+}
+
+/**
+ * The context filter callbacks (`when`, callback values) of a changing handler receive: its
+ * resource context plus the cause, as Kopf passes all keyword arguments to filters. Only the
+ * attempt's own values (`retry`, `started`, `runtime`) are missing: no attempt exists yet.
+ *
+ * @param base The handler's resource context.
+ * @param cause The detected cause.
+ * @param handler The handler (its field narrows `diff`, `old` and `new`).
+ * @returns The filter context.
+ */
+export function changingFilterContext<B extends object>(
+  base: B,
+  cause: ChangingCause,
+  handler: ChangingHandler,
+): B & ChangingFilterExtras {
+  const field = handler.field;
+  return {
+    ...base,
+    reason: cause.reason,
+    diff: field ? reduce(cause.diff, field) : cause.diff,
+    old: field ? resolve(cause.old, field) : cause.old,
+    new: field ? resolve(cause.new, field) : cause.new,
+  };
 }
 
 function reasonMatches(handler: ChangingHandler, cause: ChangingCause, body: KubeObject): boolean {
@@ -303,13 +362,13 @@ function reasonMatches(handler: ChangingHandler, cause: ChangingCause, body: Kub
 function fieldChangeMatches(
   handler: ChangingHandler,
   cause: ChangingCause,
-  contextFor: (h: ChangingHandler) => unknown,
+  contextOf: () => unknown,
 ): boolean {
   const field = handler.field!;
   if (reduce(cause.diff, field).length === 0) return false;
   const oldValue = resolve(cause.old, field);
   const newValue = resolve(cause.new, field);
-  const context = usesCallbacks(handler) ? contextFor(handler) : undefined;
+  const context = usesCallbacks(handler) ? contextOf() : undefined;
   if (handler.value !== undefined) {
     return matchValue(handler.value, oldValue, context) ||
       matchValue(handler.value, newValue, context);

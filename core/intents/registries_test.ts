@@ -6,6 +6,7 @@ import { type ChangingCause, detectChangingCause } from "./causes.ts";
 import { ABSENT, PRESENT, type ValueCallback } from "./filters.ts";
 import type { ChangingHandler, WatchingHandler } from "./handlers.ts";
 import {
+  changingFilterContext,
   extraEssenceFields,
   getDefaultRegistry,
   matchChangingHandlers,
@@ -638,4 +639,53 @@ Deno.test("OperatorRegistry.register() allows one id for a watching and a changi
   const { changing: ch, watching } = registry.handlersFor(KEX);
   assert.deepEqual(ids(ch), ["w"]);
   assert.deepEqual(watching, [watcher]);
+});
+
+Deno.test("changingFilterContext() adds the cause to the base context, narrowed to the handler's field (FLT-15)", () => {
+  const registry = new OperatorRegistry();
+  on.update(SPEC, { registry }, function whole() {});
+  on.update(SPEC, { registry, field: "spec.a" }, function narrow() {});
+  const [whole, narrow] = changing(registry);
+  const body = obj({ a: 2, b: 1 });
+  const cause = causeOf(body, { spec: { a: 1, b: 1 } });
+  const base = { memo: { m: 1 }, spec: body.spec };
+  const full = changingFilterContext(base, cause, whole!);
+  assert.equal(full.reason, "update");
+  assert.deepEqual(full.diff, [["change", ["spec", "a"], 1, 2]]);
+  assert.deepEqual(full.old, { spec: { a: 1, b: 1 } });
+  assert.deepEqual((full.new as { spec: unknown }).spec, { a: 2, b: 1 });
+  assert.deepEqual(full.memo, { m: 1 });
+  const field = changingFilterContext(base, cause, narrow!);
+  assert.deepEqual(field.diff, [["change", [], 1, 2]]);
+  assert.equal(field.old, 1);
+  assert.equal(field.new, 2);
+});
+
+Deno.test("matchChangingHandlers() gives when= the cause and builds a context only for callback filters, once (FLT-15)", () => {
+  const registry = new OperatorRegistry();
+  const seen: Array<Record<string, unknown>> = [];
+  on.update(SPEC, { registry }, function plain() {});
+  on.update(SPEC, {
+    registry,
+    field: "spec.a",
+    new: (value: unknown) => value === 2,
+    when: ((ctx: Record<string, unknown>) => {
+      seen.push(ctx);
+      return ctx.reason === "update" && (ctx.memo as { ok?: boolean }).ok === true;
+    }) as never,
+  }, function guarded() {});
+  const body = obj({ a: 2 });
+  const cause = causeOf(body, { spec: { a: 1 } });
+  let built = 0;
+  const result = matchChangingHandlers(changing(registry), cause, body, (h) => {
+    built++;
+    return changingFilterContext({ memo: { ok: true }, id: h.id }, cause, h);
+  });
+  assert.deepEqual(ids(result), ["plain", "guarded/spec.a"]);
+  assert.equal(built, 1, "one context, for the one handler with callback filters");
+  assert.equal(seen.length, 1);
+  assert.deepEqual(
+    [seen[0]!.reason, seen[0]!.diff, seen[0]!.old, seen[0]!.new],
+    ["update", [["change", [], 1, 2]], 1, 2],
+  );
 });

@@ -27,14 +27,14 @@ import type {
   WatchingHandler,
 } from "../intents/handlers.ts";
 import {
+  changingFilterContext,
   extraEssenceFields,
   matchChangingHandlers,
   matchesBodyFilters,
   requiresFinalizer,
 } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { isMapping, resolve } from "../structs/dicts.ts";
-import { reduce } from "../structs/diffs.ts";
+import { isMapping } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
@@ -144,11 +144,29 @@ export async function processEvent(
     return await finish(deps, body, patch, undefined);
   }
 
-  const baseContext = (handler: ChangingHandler) =>
-    makeResourceContext(deps, memory, body, patch, logger, handler.param);
+  // The cause is detected when first needed: by a filter callback (they see the cause, as in
+  // Kopf, also when deciding on the finalizer), or after the finalizer cycle below.
+  let detected: ChangingCause | undefined;
+  const detect = (): ChangingCause =>
+    detected ??= detectChangingCause({
+      body,
+      deleted,
+      finalizer: settings.finalizer,
+      old: (settings.diffbaseStorage.fetch({ body }) ?? undefined) as
+        | Record<string, unknown>
+        | undefined,
+      new: essence,
+      initial: !memory.handledOnce,
+    });
+  const filterContext = (handler: ChangingHandler) =>
+    changingFilterContext(
+      makeResourceContext(deps, memory, body, patch, logger, handler.param),
+      detect(),
+      handler,
+    );
 
   // The finalizer is added or removed in a cycle of its own, before any handler runs.
-  const needed = requiresFinalizer(deps.changing, body, baseContext) ||
+  const needed = requiresFinalizer(deps.changing, body, filterContext) ||
     Boolean(spawner?.wants(deps.spawning, body));
   const present = hasFinalizer(body, settings.finalizer);
   if (!isDeletionRequested(body) && needed !== present) {
@@ -168,34 +186,18 @@ export async function processEvent(
   // diff-base, no progress, no logs); when they start matching, they are created (FLT-17).
   if (
     !isDeletionRequested(body) &&
-    !deps.changing.some((h) => matchesBodyFilters(h, body, () => baseContext(h)))
+    !deps.changing.some((h) => matchesBodyFilters(h, body, () => filterContext(h)))
   ) {
     return await finish(deps, body, patch, undefined);
   }
 
-  const old = settings.diffbaseStorage.fetch({ body }) ?? undefined;
-  const cause = detectChangingCause({
-    body,
-    deleted,
-    finalizer: settings.finalizer,
-    old: old as Record<string, unknown> | undefined,
-    new: essence,
-    initial: !memory.handledOnce,
-  });
+  const cause = detect();
   if (cause.reason === "noop" || cause.reason === "free" || cause.reason === "gone") {
     memory.handledOnce = true;
     return await finish(deps, body, patch, undefined);
   }
   const reason = cause.reason;
-  // Filter callbacks of changing handlers see the cause too (reason, diff, old, new).
-  const causeContext = (handler: ChangingHandler) => ({
-    ...baseContext(handler),
-    reason,
-    diff: handler.field ? reduce(cause.diff, handler.field) : cause.diff,
-    old: handler.field ? resolve(cause.old, handler.field) : cause.old,
-    new: handler.field ? resolve(cause.new, handler.field) : cause.new,
-  });
-  const handlers = matchChangingHandlers(deps.changing, cause, body, causeContext);
+  const handlers = matchChangingHandlers(deps.changing, cause, body, filterContext);
   if (handlers.length === 0) {
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;

@@ -21,7 +21,7 @@ import type { ChangingContext, ResourceContext, SubhandlerOptions } from "../int
 import { type ChangingHandler, defaultHandlerId, type Reason } from "../intents/handlers.ts";
 import { reduce } from "../structs/diffs.ts";
 import { parseField, resolve } from "../structs/dicts.ts";
-import { matchesBodyFilters } from "../intents/registries.ts";
+import { changingFilterContext, matchesChangingFilters } from "../intents/registries.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 
 /** Where sub-handlers of the running handler are tracked. */
@@ -72,6 +72,7 @@ export async function invokeChanging(
       await runChildren(handler, inputs, scope, children);
     },
     subhandler: (fn, options = {}) => {
+      validateSubhandler(handler, options);
       declared.push({
         id: options.id ?? defaultHandlerId(fn as ChangingHandler["fn"]),
         fn: fn as ChangingHandler["fn"],
@@ -84,6 +85,29 @@ export async function invokeChanging(
     await runChildren(handler, inputs, scope, declared.splice(0));
   }
   return result;
+}
+
+/** Kopf's rules for sub-handler filters, checked when the sub-handler is declared. */
+function validateSubhandler(parent: ChangingHandler, options: SubhandlerOptions): void {
+  const { field, value, old, new: new_ } = options;
+  const hasOldNew = old !== undefined || new_ !== undefined;
+  if ((field === undefined || field === null) && (value !== undefined || hasOldNew)) {
+    throw new TypeError("The value, old and new filters of a sub-handler need a field");
+  }
+  if (value !== undefined && hasOldNew) {
+    throw new TypeError("The value filter and the old/new filters are mutually exclusive");
+  }
+  if (hasOldNew && !changesFields(parent)) {
+    throw new TypeError(
+      `The old/new filters need an update or field parent handler; '${parent.id}' is not one`,
+    );
+  }
+}
+
+// Update and field handlers (and their sub-handlers) react to changes of fields; their
+// sub-handlers with a field run only when that field changed (as in Kopf).
+function changesFields(handler: ChangingHandler): boolean {
+  return handler.reason === undefined || handler.reason === "update";
 }
 
 function buildContext(
@@ -116,13 +140,15 @@ async function runChildren(
   const { state } = scope;
   const records = children.map((child) => {
     const id = `${parent.id}/${child.id}`;
+    const spec = child.options.field;
+    const field = spec === undefined || spec === null ? undefined : parseField(spec);
     const handler: ChangingHandler = {
       kind: "changing",
       id,
       fn: child.fn,
       param: child.options.param,
       reason: parent.reason,
-      fieldMustChange: false,
+      fieldMustChange: field !== undefined && changesFields(parent),
       requiresFinalizer: false,
       errors: child.options.errors ?? ErrorsMode.TEMPORARY,
       timeout: child.options.timeout,
@@ -131,15 +157,26 @@ async function runChildren(
       labels: child.options.labels,
       annotations: child.options.annotations,
       when: child.options.when as ChangingHandler["when"],
-      field: child.options.field === undefined ? undefined : parseField(child.options.field),
+      field,
       value: child.options.value,
+      old: child.options.old,
+      new: child.options.new,
     };
     scope.childIds.push(id);
     return handler;
   });
   const now = new Date();
   // Sub-handlers whose filters do not match the object are skipped (and do not block the parent).
-  const matching = records.filter((h) => matchesBodyFilters(h, inputs.body, () => inputs));
+  // Their filter callbacks get the parent's context with their own param, diff, old and new.
+  const { cause, progress: _progress, reason: _reason, ...base } = inputs;
+  const matching = records.filter((h) =>
+    matchesChangingFilters(
+      h,
+      cause,
+      inputs.body,
+      () => changingFilterContext({ ...base, param: h.param }, cause, h),
+    )
+  );
   const due = matching.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
   const chosen = scope.lifecycle(
     due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),

@@ -4,6 +4,12 @@
  * @module
  */
 
+/** An object's labels as handlers see them (`context.labels`): names to values, read-only. */
+export type Labels = Readonly<Record<string, string>>;
+
+/** An object's annotations as handlers see them (`context.annotations`), read-only. */
+export type Annotations = Readonly<Record<string, string>>;
+
 /** An owner reference in `metadata.ownerReferences`. */
 export interface OwnerReference {
   /** API version of the owner. */
