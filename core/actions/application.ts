@@ -14,8 +14,10 @@ import jsonpatch from "fast-json-patch";
 import type { KubeApi, ResourceRef } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
 import type { JsonObject } from "../structs/dicts.ts";
+import type { Diff } from "../structs/diffs.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import { type JsonPatchOp, Patch } from "../structs/patches.ts";
+import { inconsistencies, type JsonPatchOp, Patch } from "../structs/patches.ts";
+import type { Logger } from "./loggers.ts";
 
 /** What happened when a patch was applied. */
 export type Application =
@@ -24,14 +26,27 @@ export type Application =
   | { readonly state: "gone" }
   | { readonly state: "conflict"; readonly error: ApiError };
 
+/** Options for {@linkcode applyPatch}. */
+export interface ApplyOptions {
+  /** Cancels the requests. */
+  readonly signal?: AbortSignal | undefined;
+  /** Where to warn when the stored object lacks what the patch asked for; no check without it. */
+  readonly logger?: Logger | undefined;
+}
+
 /**
  * Applies a patch; the object being gone (404) is not an error.
+ *
+ * When a logger is given, the stored object is compared with the merge patch (no extra request:
+ * the patch response is the stored object) and mismatches are logged as a warning
+ * "Patching failed with inconsistencies: …", with a hint at the CRD schema when `status` fields
+ * were dropped.
  *
  * @param api Object operations.
  * @param resource The object's resource (with its subresources).
  * @param body The object as last seen.
  * @param patch The cycle's patch.
- * @param signal Cancels the requests.
+ * @param options Cancellation and the logger for the consistency check.
  * @returns The outcome, with the object as stored after the last request.
  */
 export async function applyPatch(
@@ -39,7 +54,43 @@ export async function applyPatch(
   resource: ResourceRef & { readonly subresources: readonly string[] },
   body: KubeObject,
   patch: Patch,
-  signal?: AbortSignal,
+  options: ApplyOptions = {},
+): Promise<Application> {
+  const applied = await tryApplying(api, resource, body, patch, options.signal);
+  if (applied.state === "applied" && options.logger) {
+    const found = inconsistencies(patch.toJSON(), applied.body);
+    if (found.length) options.logger.warning(describeInconsistencies(found));
+  }
+  return applied;
+}
+
+/**
+ * The warning for a non-empty list of inconsistencies: each path with what was sent and what is
+ * stored, then a hint when the mismatch is under `status`.
+ * @param found The inconsistencies, `[op, path, sent, stored]`.
+ * @returns The message.
+ */
+export function describeInconsistencies(found: Diff): string {
+  const show = (value: unknown): string =>
+    value === null || value === undefined ? "absent" : JSON.stringify(value);
+  const items = found.map(([, path, sent, stored]) =>
+    `${path.join(".")} (sent ${show(sent)}, stored ${show(stored)})`
+  );
+  let message = `Patching failed with inconsistencies: ${items.join("; ")}.`;
+  if (found.some(([, path]) => path[0] === "status")) {
+    message += " The API server dropped fields under status: the CRD's schema probably prunes" +
+      " them. Declare them in the schema or set `x-kubernetes-preserve-unknown-fields: true`" +
+      " on status (or the whole object) in the CRD.";
+  }
+  return message;
+}
+
+async function tryApplying(
+  api: KubeApi,
+  resource: ResourceRef & { readonly subresources: readonly string[] },
+  body: KubeObject,
+  patch: Patch,
+  signal: AbortSignal | undefined,
 ): Promise<Application> {
   if (patch.isEmpty) return { state: "unchanged" };
   try {

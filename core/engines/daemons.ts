@@ -285,7 +285,10 @@ export class Spawner {
     deliverResult(patch, id, outcome);
     if (patch.isEmpty) return;
     try {
-      await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, this.#deps.signal);
+      await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, {
+        signal: this.#deps.signal,
+        logger: this.#deps.logger,
+      });
     } catch (error) {
       this.#deps.logger.warning(`Could not store the result of '${id}': ${error}`);
     }

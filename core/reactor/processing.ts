@@ -365,7 +365,10 @@ async function finish(
       `Patching with: ${JSON.stringify(patch.toRequests({ statusSubresource: false }))}`,
     );
   }
-  const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, deps.signal);
+  const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, {
+    signal: deps.signal,
+    logger: deps.logger.forObject(body),
+  });
   switch (applied.state) {
     case "applied":
       return { body: applied.body, delay };

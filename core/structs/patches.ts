@@ -17,6 +17,7 @@
  */
 
 import jsonpatch from "fast-json-patch";
+import { type Diff, diff } from "./diffs.ts";
 import { deepCopy, ensure, isMapping, type JsonObject, type JsonValue } from "./dicts.ts";
 
 /** One JSON-patch (RFC 6902) operation, as sent to the API with `application/json-patch+json`. */
@@ -243,6 +244,47 @@ export class Patch {
     }
     return copy;
   }
+}
+
+/**
+ * Fields that the API server legitimately drops when they are sent empty: an empty object or list
+ * there is not an inconsistency (as in Kopf).
+ */
+const EMPTY_WHEN_DROPPED = new Set([
+  "metadata.finalizers",
+  "metadata.labels",
+  "metadata.annotations",
+]);
+
+/**
+ * What a merge patch asked for but the stored object does not have: the fields of the patch
+ * (and only those) compared with the object the API server returned for it.
+ *
+ * A field patched to `null` is consistent when it is absent from the result. Empty finalizers,
+ * labels and annotations are ignored when absent from the result. The walk visits only the
+ * patch's own keys, so it costs about as much as the patch is large.
+ *
+ * The typical cause of a mismatch under `status` is a CRD schema that prunes unknown fields.
+ * @param merge The merge-patch body that was sent (e.g. {@linkcode Patch.toJSON}).
+ * @param result The object as returned by the API server.
+ * @returns The mismatches in Kopf's diff format, `[op, path, sent, stored]`; empty if consistent.
+ * @example A status field pruned by the schema
+ * ```ts
+ * import { inconsistencies } from "./patches.ts";
+ * inconsistencies({ status: { fn: { x: 1 } } }, { status: {} });
+ * // [["remove", ["status", "fn"], { x: 1 }, null]]
+ * ```
+ */
+export function inconsistencies(merge: JsonObject, result: unknown): Diff {
+  return diff(merge, result, { scope: "left" }).filter(([, path, sent, stored]) =>
+    !isEmpty(sent) || !isEmpty(stored) || !EMPTY_WHEN_DROPPED.has(path.join("."))
+  );
+}
+
+function isEmpty(value: unknown): boolean {
+  if (value === null || value === undefined) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  return isMapping(value) && Object.keys(value).length === 0;
 }
 
 /** Apply a merge patch (RFC 7386) to a target object in place. */

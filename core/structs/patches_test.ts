@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Patch } from "./patches.ts";
+import { inconsistencies, Patch } from "./patches.ts";
 
 Deno.test("Patch is empty when new and after touching sections only", () => {
   const patch = new Patch();
@@ -150,4 +150,39 @@ Deno.test("Patch.clear() forgets merge content and operations", () => {
 Deno.test("Patch sections refuse to descend into non-objects", () => {
   const patch = new Patch({ status: null });
   assert.throws(() => patch.status, TypeError);
+});
+
+Deno.test("inconsistencies() is empty when the result has everything the patch asked for", () => {
+  const merge = {
+    metadata: { annotations: { "a/b": "1", "a/gone": null }, labels: { app: "x" } },
+    status: { fn: { message: "hi", n: 2 } },
+    spec: { size: 3, absent: null },
+  };
+  const result = {
+    metadata: { name: "n", annotations: { "a/b": "1", other: "o" }, labels: { app: "x" } },
+    spec: { size: 3, more: true },
+    status: { fn: { message: "hi", n: 2 }, unrelated: 1 },
+  };
+  assert.deepEqual(inconsistencies(merge, result), []);
+});
+
+Deno.test("inconsistencies() lists pruned, changed and undeleted fields with their paths", () => {
+  const merge = { status: { fn: { x: 1 }, kept: "a" }, spec: { size: 3, gone: null } };
+  const result = { status: { kept: "b" }, spec: { size: 3, gone: "still" } };
+  assert.deepEqual(inconsistencies(merge, result), [
+    ["remove", ["status", "fn"], { x: 1 }, null],
+    ["change", ["status", "kept"], "a", "b"],
+    ["add", ["spec", "gone"], null, "still"],
+  ]);
+});
+
+Deno.test("inconsistencies() ignores empty finalizers, labels and annotations dropped by the server", () => {
+  const merge = { metadata: { finalizers: [], labels: {}, annotations: {} }, spec: { empty: {} } };
+  assert.deepEqual(inconsistencies(merge, { metadata: { name: "n" } }), [
+    ["remove", ["spec"], { empty: {} }, null],
+  ]);
+  // A non-empty list that did not arrive is still reported.
+  assert.deepEqual(inconsistencies({ metadata: { finalizers: ["f"] } }, { metadata: {} }), [
+    ["remove", ["metadata", "finalizers"], ["f"], null],
+  ]);
 });
