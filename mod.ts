@@ -161,6 +161,7 @@ export type {
   OwnerReference,
 } from "./core/structs/objects.ts";
 export type { Resource } from "./core/structs/resources.ts";
+export type { NamespacePattern } from "./core/structs/namespaces.ts";
 export { type ConnectOptions, KubeClient } from "./core/client/client.ts";
 export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core/client/http.ts";
 export type { BackoffOptions } from "./core/util/backoff.ts";

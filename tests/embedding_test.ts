@@ -122,3 +122,56 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "embedded operators serve namespaces given as regular expressions or the legacy singular namespace (SCP-11, DEPR-11)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const [nsA, nsB] = [await testNamespace("emb-re"), await testNamespace("emb-one")];
+    const registry = new OperatorRegistry();
+    on.create("kopfexamples", { registry }, function seen() {
+      return "seen";
+    });
+    const connection = await loadKubeconfig({ paths: [await kubeconfigPath()] });
+    const escaped = nsA.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    {
+      // The expression must match whole names: the `x` suffix keeps nsA itself out of the first.
+      await using byRegExp = start({
+        registry,
+        namespaces: [new RegExp(`${escaped}x?`)],
+        client: new KubeClient(connection),
+        standalone: true,
+        settings: createSettings(),
+      });
+      await using bySingular = start({
+        registry,
+        namespace: nsB,
+        client: new KubeClient(connection),
+        standalone: true,
+        settings: createSettings(),
+      });
+      await Promise.all([byRegExp.ready, bySingular.ready]);
+      for (const ns of [nsA, nsB]) {
+        await client.api.create(KOPFEXAMPLES, {
+          apiVersion: "kopf.dev/v1",
+          kind: "KopfExample",
+          metadata: { name: "o" },
+        }, { namespace: ns });
+      }
+      for (const ns of [nsA, nsB]) {
+        const status = await eventually(async () =>
+          ((await client.api.get(KOPFEXAMPLES, "o", { namespace: ns })).status as {
+            seen?: string;
+          })?.seen
+        );
+        assert.equal(status, "seen", ns);
+      }
+    }
+    await assert.rejects(
+      () => start({ registry, namespace: nsA, namespaces: [nsB] }).done,
+      /Either namespaces or namespace/,
+    );
+  },
+);

@@ -24,7 +24,11 @@ import type { KubeApi } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
 import { watcher } from "../client/watching.ts";
 import type { PeeringSettings, WatchingSettings } from "../settings/settings.ts";
-import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
+import {
+  isLiteralNamespace,
+  matchAnyNamespace,
+  type NamespacePattern,
+} from "../structs/namespaces.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import type { Resource } from "../structs/resources.ts";
 
@@ -275,7 +279,7 @@ export interface PeeringDeps {
   /** This operator's identity. */
   readonly identity: string;
   /** The operator's namespace patterns, for namespaced peering (ignored if cluster-wide). */
-  readonly namespaces: readonly string[];
+  readonly namespaces: readonly NamespacePattern[];
   /** The switch to turn. */
   readonly pause: OperatorPause;
   /** Where peering logs. */
@@ -362,7 +366,7 @@ const NAMESPACES: Resource = {
 export async function peeringTargets(
   api: KubeApi,
   peering: Pick<PeeringSettings, "name" | "clusterwide">,
-  patterns: readonly string[],
+  patterns: readonly NamespacePattern[],
   signal?: AbortSignal,
 ): Promise<PeeringTarget[]> {
   const name = peering.name;

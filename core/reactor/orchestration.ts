@@ -19,7 +19,11 @@ import type { Memo } from "../intents/contexts.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
 import { describeSelector, resolveSelector } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { isLiteralNamespace, matchAnyNamespace } from "../structs/namespaces.ts";
+import {
+  isLiteralNamespace,
+  matchAnyNamespace,
+  type NamespacePattern,
+} from "../structs/namespaces.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
@@ -43,7 +47,7 @@ export interface OrchestrationDeps {
   /** Operator memo (copied per object). */
   readonly memo: Memo;
   /** Namespace patterns (ignored when cluster-wide). */
-  readonly namespaces: readonly string[];
+  readonly namespaces: readonly NamespacePattern[];
   /** Watch cluster-wide. */
   readonly clusterwide: boolean;
   /** Bounds concurrent processing across all streams. */
@@ -164,7 +168,7 @@ export class Orchestrator {
     const followNamespaces = !this.#deps.clusterwide &&
       patterns.some((p) => !isLiteralNamespace(p));
     if (!this.#deps.clusterwide && !followNamespaces) {
-      for (const ns of patterns) this.#namespaces.add(ns);
+      for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
     }
     if (followNamespaces && !settings.scanning.disabled) tasks.push(this.#followNamespaces());
     else this.#replan();

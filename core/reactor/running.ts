@@ -23,6 +23,7 @@ import type { Activity } from "../intents/handlers.ts";
 import type { Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
+import type { NamespacePattern } from "../structs/namespaces.ts";
 import { sleep } from "../util/backoff.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type OperatorStats, Orchestrator } from "./orchestration.ts";
@@ -35,8 +36,16 @@ export interface OperatorOptions {
   readonly settings?: OperatorSettings;
   /** Operator memo, shallow-copied into each object's memo. @default {} */
   readonly memo?: Memo;
-  /** Namespace patterns to serve (globs, negations). Ignored when `clusterwide`. */
-  readonly namespaces?: readonly string[];
+  /**
+   * Namespaces to serve: names, glob patterns (`team-*`, `!kube-*`, comma lists) or regular
+   * expressions (which must match the whole name). Ignored when `clusterwide`.
+   */
+  readonly namespaces?: readonly NamespacePattern[];
+  /**
+   * One namespace pattern to serve, as `namespaces: [namespace]`.
+   * @deprecated Use `namespaces` (Kopf deprecated `namespace=` too); both at once are a TypeError.
+   */
+  readonly namespace?: NamespacePattern;
   /** Serve all namespaces with cluster-wide watches. @default true when no namespaces are given */
   readonly clusterwide?: boolean;
   /** A connected client; else one is created from `kubeconfig`/`context` or the environment. */
@@ -84,6 +93,15 @@ export class OperatorStartError extends Error {
   }
 }
 
+/** The namespace patterns to serve: `namespaces`, or the legacy singular `namespace`. */
+function servedNamespaces(options: OperatorOptions): readonly NamespacePattern[] {
+  if (options.namespace === undefined) return options.namespaces ?? [];
+  if (options.namespaces?.length) {
+    throw new TypeError("Either namespaces or namespace can be given, not both");
+  }
+  return [options.namespace];
+}
+
 /**
  * Runs an operator until `signal` aborts.
  *
@@ -91,8 +109,10 @@ export class OperatorStartError extends Error {
  * @returns Resolves after a clean stop.
  * @throws {OperatorStartError} when the cluster cannot be reached or rejects the credentials.
  * @throws {ConfigError} when no usable cluster configuration is found.
+ * @throws {TypeError} when both `namespaces` and the deprecated `namespace` are given.
  */
 export async function operator(options: OperatorOptions = {}): Promise<void> {
+  const namespaces = servedNamespaces(options);
   const settings = options.settings ?? createSettings();
   const signal = options.signal ?? new AbortController().signal;
   const registry = options.registry ?? getDefaultRegistry();
@@ -110,7 +130,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     });
 
   // Peering options as in Kopf: applied before the startup handlers, which may override them.
-  const clusterwide = options.clusterwide ?? !(options.namespaces?.length);
+  const clusterwide = options.clusterwide ?? !namespaces.length;
   if (clusterwide) settings.peering.clusterwide = true;
   if (options.standalone !== undefined) settings.peering.standalone = options.standalone;
   if (options.priority !== undefined) settings.peering.priority = options.priority;
@@ -143,7 +163,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         settings: settings.peering,
         watching: settings.watching,
         identity: options.identity ?? detectIdentity(),
-        namespaces: options.namespaces ?? [],
+        namespaces,
         pause,
         logger: logger.child(["kopf", "peering"]),
         signal: AbortSignal.any([signal, peeringStop.signal]),
@@ -161,8 +181,8 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         logger,
         lifecycle: options.lifecycle ?? getDefaultLifecycle(),
         memo,
-        namespaces: options.namespaces ?? [],
-        clusterwide: options.clusterwide ?? !(options.namespaces?.length),
+        namespaces,
+        clusterwide,
         limiter: settings.execution.maxWorkers
           ? new Semaphore(settings.execution.maxWorkers)
           : undefined,

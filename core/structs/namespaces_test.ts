@@ -82,3 +82,18 @@ Deno.test("isLiteralNamespace() is false for names with ,*?! (SCP-06)", () => {
     assert.equal(isLiteralNamespace(pattern), false, pattern);
   }
 });
+
+Deno.test("matchNamespace() takes regular expressions as whole-name matches (SCP-11)", () => {
+  assert.equal(matchNamespace(/team-\d+/, "team-12"), true);
+  assert.equal(matchNamespace(/team-\d+/, "team-12x"), false, "anchored at the end");
+  assert.equal(matchNamespace(/team-\d+/, "xteam-12"), false, "anchored at the start");
+  assert.equal(matchNamespace(/a|ab/, "ab"), true, "alternatives are tried as a whole");
+  assert.equal(matchNamespace(/TEAM-.*/i, "team-x"), true, "flags are kept");
+  const sticky = /ns-\d/g;
+  assert.equal(matchNamespace(sticky, "ns-1"), true);
+  assert.equal(matchNamespace(sticky, "ns-1"), true, "no lastIndex state between calls");
+  assert.equal(matchNamespace(/!default/, "!default"), true, "no glob parsing in expressions");
+  assert.equal(matchAnyNamespace(["default", /team-.*/], "team-a"), true);
+  assert.equal(matchAnyNamespace(["default", /team-.*/], "other"), false);
+  assert.equal(isLiteralNamespace(/default/), false, "an expression is never a literal name");
+});
