@@ -344,6 +344,51 @@ function podTemplate(name: string): KubeObject {
   };
 }
 
+Deno.test(
+  "watcher cuts each watch request after clientTimeout and resumes it without a relist or a lost event (CFG-42)",
+  opts,
+  async () => {
+    using client = await testClient();
+    const namespace = await testNamespace("clienttimeout");
+    const controller = new AbortController();
+    const deadline = setTimeout(() => controller.abort(), 60_000);
+    const stream = watcher(client.api, CONFIGMAPS, {
+      namespace,
+      serverTimeoutSeconds: 300, // so every reconnection is the client's doing
+      clientTimeoutMs: 700,
+      reconnectBackoffMs: 0,
+      signal: controller.signal,
+    });
+    const names = Array.from({ length: 25 }, (_, i) => `cm-${i}`);
+    const applied: string[] = [];
+    const seen: WatcherEvent[] = [];
+    let creating: Promise<void> | undefined;
+    for await (const event of stream) {
+      seen.push(event);
+      if (event.type === "initDone") {
+        // Created over about 3 s, so that several cuts fall in between.
+        creating = (async () => {
+          for (const name of names) {
+            await client.api.create(CONFIGMAPS, { metadata: { name } }, { namespace });
+            await new Promise((resolve) => setTimeout(resolve, 120));
+          }
+        })();
+      }
+      const name = event.type === "apply" ? event.object.metadata?.name : undefined;
+      if (name?.startsWith("cm-")) applied.push(name);
+      if (applied.length >= names.length) break;
+    }
+    clearTimeout(deadline);
+    controller.abort();
+    await creating;
+    assert.deepEqual(applied.toSorted(), names.toSorted(), "each creation seen exactly once");
+    assert.equal(seen.filter((e) => e.type === "init").length, 1, "no relist");
+    assert.deepEqual(seen.filter((e) => e.type === "error"), [], "a cut is no error");
+    const connections = seen.filter((e) => e.type === "connected").length;
+    assert.ok(connections >= 3, `the watch was cut and resumed (${connections} connections)`);
+  },
+);
+
 Deno.test("a stalled watch stream is detected and recovered", opts, async () => {
   using direct = await testClient();
   const namespace = await testNamespace("stall");

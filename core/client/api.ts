@@ -44,6 +44,11 @@ export interface WatchOptions extends CallOptions {
   readonly allowBookmarks?: boolean | undefined;
   /** Server closes the stream after this many seconds. */
   readonly timeoutSeconds?: number | undefined;
+  /**
+   * Longest wait for the response headers, in milliseconds; unset: the client's connect
+   * timeout, else its request timeout (as Kopf falls back).
+   */
+  readonly connectTimeoutMs?: number | undefined;
 }
 
 /** The patch flavours the API server accepts. */
@@ -270,6 +275,9 @@ export class KubeApi {
       signal: options.signal,
       retries: 0,
       timeoutMs: 0,
+      ...(options.connectTimeoutMs !== undefined
+        ? { connectTimeoutMs: options.connectTimeoutMs }
+        : {}),
       stream: true,
       query: {
         watch: true,

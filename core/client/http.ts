@@ -2,8 +2,9 @@
  * The one funnel through which every HTTP request to the API server goes.
  *
  * Owns TLS (`Deno.createHttpClient`), authentication headers (with one refresh after a 401),
- * request timeouts, retries with exponential backoff and jitter (network errors, 429 honouring
- * `Retry-After`, 5xx; never other 4xx), an optional client-side rate limit, and request counting.
+ * request and connect timeouts, retries with exponential backoff and jitter (network errors, 429
+ * honouring `Retry-After`, 5xx; never other 4xx), an optional client-side rate limit, and request
+ * counting.
  * It knows paths, not resources: `api.ts` builds the paths.
  * @module
  */
@@ -16,6 +17,7 @@ import {
   apiErrorFrom,
   isRetryable,
   type RequestInfo,
+  TransportError,
   transportErrorFrom,
 } from "./errors.ts";
 
@@ -29,6 +31,14 @@ export type FetchFn = (
 export interface HttpClientOptions {
   /** Per-request timeout in milliseconds (not applied to streams once they started). @default 60000 */
   readonly timeoutMs?: number;
+  /**
+   * Longest wait for the response headers of one attempt, in milliseconds; 0 or unset: none
+   * (the request timeout still applies). Deno's `fetch` has no separate TCP/TLS-connect timeout,
+   * so this bounds connecting, the TLS handshake, sending, and the server's time to answer.
+   * Streams (watches) without a connect timeout of their own or here fall back to `timeoutMs`.
+   * @default 0
+   */
+  readonly connectTimeoutMs?: number;
   /** How many times a retryable failure is retried. @default 6 */
   readonly retries?: number;
   /** Growth of the delays between retries. */
@@ -65,6 +75,8 @@ export interface HttpRequest {
   readonly signal?: AbortSignal;
   /** Overrides the client's timeout; `0` disables it. */
   readonly timeoutMs?: number;
+  /** Overrides the client's connect timeout (until the response headers); `0` disables it. */
+  readonly connectTimeoutMs?: number;
   /** Overrides the client's retry count (e.g. `0` for the watch stream). */
   readonly retries?: number;
   /** Overrides the `Accept` header. @default "application/json" */
@@ -198,10 +210,17 @@ export class HttpClient implements Disposable {
     }
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
     const timeout = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
-    // A dependent signal only when there are two to combine (one per request adds up).
-    const signal = timeout && request.signal
-      ? AbortSignal.any([request.signal, timeout])
-      : timeout ?? request.signal;
+    const connectMs = this.#connectTimeoutMs(request);
+    // A timer, not AbortSignal.timeout(): it must stop counting once the headers are here.
+    const connecting = connectMs > 0 ? new AbortController() : undefined;
+    const connectTimer = connecting &&
+      setTimeout(
+        () => connecting.abort(new DOMException("Connect timeout", "TimeoutError")),
+        connectMs,
+      );
+    // A dependent signal only when there are several to combine (one per request adds up).
+    const signals = [request.signal, timeout, connecting?.signal].filter((x) => x !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     let response: Response;
     const client = this.#clientFor(request);
     const began = performance.now();
@@ -224,7 +243,17 @@ export class HttpClient implements Disposable {
       this.counters.record({ verb, resource, code: 0 });
       report(0);
       if (request.signal?.aborted) throw request.signal.reason;
+      if (connecting?.signal.aborted && !timeout?.aborted) {
+        throw new TransportError(
+          `No response from ${info.server} within the connect timeout of ${connectMs} ms: ${method} ${info.path}`,
+          info,
+          "timeout",
+          error,
+        );
+      }
       throw transportErrorFrom(error, info, this.connection.source);
+    } finally {
+      clearTimeout(connectTimer);
     }
     this.counters.record({ verb, resource, code: response.status });
     report(response.status);
@@ -236,6 +265,13 @@ export class HttpClient implements Disposable {
       info,
       parseRetryAfter(response.headers.get("Retry-After")),
     );
+  }
+
+  /** The bound until the response headers: the request's, the client's, or for streams Kopf's
+   * fallback to the request timeout (a watch has no request timeout of its own). */
+  #connectTimeoutMs(request: HttpRequest): number {
+    return request.connectTimeoutMs ?? this.#options.connectTimeoutMs ??
+      (request.stream ? this.#options.timeoutMs ?? 0 : 0);
   }
 
   /** Token bucket: waits until a request may go out under the configured rate. */

@@ -5,7 +5,9 @@
  * Recovery is an explicit state machine (after kube-rs' watcher): list → watch from the list's
  * resourceVersion → on a normal end, resume from the last seen resourceVersion → on `410 Gone`,
  * relist. A watchdog aborts a stream that stays silent (no events, no bookmarks) for longer
- * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us.
+ * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us. An
+ * optional client-side timeout ends each watch request after a fixed time; it is resumed from
+ * the last seen resourceVersion like a stream the server ended.
  * Errors are yielded, not thrown, and retried with backoff and jitter.
  *
  * {@link objectEvents} folds a relist into the stream: unchanged objects are flagged and
@@ -15,6 +17,7 @@
 
 import { backoffDelay, type BackoffOptions, sleep } from "../util/backoff.ts";
 import type { KubeObject } from "../structs/objects.ts";
+import type { WatchingSettings } from "../settings/settings.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
 import { ApiError } from "./errors.ts";
 
@@ -51,6 +54,16 @@ export interface WatcherOptions {
   readonly inactivityTimeoutMs?: number | undefined;
   /** Pause before reopening a stream the server ended normally. @default 100 */
   readonly reconnectBackoffMs?: number | undefined;
+  /**
+   * Longest wait for a watch request's response headers (see `HttpRequest.connectTimeoutMs`);
+   * unset: the client's connect timeout, else its request timeout.
+   */
+  readonly connectTimeoutMs?: number | undefined;
+  /**
+   * Longest duration of one watch request, connecting included; then it is closed from this side
+   * and resumed from the last seen resourceVersion (no relist, no event lost). Unset: no limit.
+   */
+  readonly clientTimeoutMs?: number | undefined;
   /** Backoff between failed attempts. */
   readonly backoff?: BackoffOptions | undefined;
   /** Page size of the initial and recovery lists. @default 500 */
@@ -66,6 +79,31 @@ export class WatchStalledError extends Error {
     super(`Watch stream was silent for ${ms} ms (no events, no bookmarks); reconnecting`);
     this.name = "WatchStalledError";
   }
+}
+
+/** A watch request reached the client-side timeout (`clientTimeoutMs`). */
+export class WatchClientTimeoutError extends Error {
+  /** @param ms The client-side timeout that expired. */
+  constructor(ms: number) {
+    super(`Watch request reached the client-side timeout of ${ms} ms; resuming`);
+    this.name = "WatchClientTimeoutError";
+  }
+}
+
+/**
+ * The watcher's options from `settings.watching` (all but the namespace, selectors and signal).
+ * @param watching The settings.
+ * @returns Timeouts and the reconnection pause, in the units {@link watcher} takes.
+ */
+export function watchingOptions(watching: WatchingSettings): WatcherOptions {
+  const ms = (seconds: number | null) => seconds === null ? undefined : seconds * 1000;
+  return {
+    serverTimeoutSeconds: watching.serverTimeout ?? undefined,
+    inactivityTimeoutMs: watching.inactivityTimeout * 1000,
+    reconnectBackoffMs: watching.reconnectBackoff * 1000,
+    connectTimeoutMs: ms(watching.connectTimeout),
+    clientTimeoutMs: ms(watching.clientTimeout),
+  };
 }
 
 /**
@@ -109,9 +147,8 @@ export async function* readWatchEvents(
     }
     if (buffer.trim()) yield JSON.parse(buffer) as RawWatchEvent;
   } catch (error) {
-    if (controller.signal.aborted && controller.signal.reason instanceof WatchStalledError) {
-      throw controller.signal.reason;
-    }
+    // Aborted on purpose (a stall, the client-side timeout, a stop): say why, not "aborted".
+    if (controller.signal.aborted) throw controller.signal.reason;
     throw error;
   } finally {
     clearTimeout(timer);
@@ -173,6 +210,10 @@ export async function* watcher(
         () => controller.abort(new WatchStalledError(inactivityMs)),
         inactivityMs,
       );
+      const clientMs = options.clientTimeoutMs;
+      const clientTimer = clientMs
+        ? setTimeout(() => controller.abort(new WatchClientTimeoutError(clientMs)), clientMs)
+        : undefined;
       try {
         let response: Response;
         try {
@@ -181,51 +222,65 @@ export async function* watcher(
             resourceVersion,
             allowBookmarks: true,
             timeoutSeconds: options.serverTimeoutSeconds ?? 300,
+            connectTimeoutMs: options.connectTimeoutMs,
             signal: controller.signal,
           });
         } catch (error) {
-          if (controller.signal.reason instanceof WatchStalledError) throw controller.signal.reason;
+          // Timing out before any answer is a failure (retried at once), not a normal end.
+          const reason = controller.signal.reason;
+          if (reason instanceof WatchStalledError || reason instanceof WatchClientTimeoutError) {
+            throw reason;
+          }
           throw error;
         } finally {
           clearTimeout(connectTimer);
         }
         yield { type: "connected", resourceVersion: resourceVersion ?? "" };
-        for await (const event of readWatchEvents(response, inactivityMs, controller)) {
-          failures = 0;
-          const version = event.object?.metadata?.resourceVersion;
-          switch (event.type) {
-            case "ADDED":
-            case "MODIFIED":
-              if (version) resourceVersion = version;
-              yield { type: "apply", object: event.object, raw: event.type };
-              break;
-            case "DELETED":
-              if (version) resourceVersion = version;
-              yield { type: "delete", object: event.object };
-              break;
-            case "BOOKMARK":
-              if (version) resourceVersion = version;
-              yield { type: "bookmark", resourceVersion: resourceVersion ?? "" };
-              break;
-            case "ERROR": {
-              const status = event.object as { code?: number; reason?: string; message?: string };
-              throw new ApiError({
-                code: status.code ?? 500,
-                reason: status.reason ?? "InternalError",
-                message: status.message ?? "watch error",
-                request: {
-                  method: "GET",
-                  path: `watch ${resource.plural}`,
-                  server: api.http.connection.server,
-                },
-              });
+        try {
+          for await (const event of readWatchEvents(response, inactivityMs, controller)) {
+            failures = 0;
+            const version = event.object?.metadata?.resourceVersion;
+            switch (event.type) {
+              case "ADDED":
+              case "MODIFIED":
+                if (version) resourceVersion = version;
+                yield { type: "apply", object: event.object, raw: event.type };
+                break;
+              case "DELETED":
+                if (version) resourceVersion = version;
+                yield { type: "delete", object: event.object };
+                break;
+              case "BOOKMARK":
+                if (version) resourceVersion = version;
+                yield { type: "bookmark", resourceVersion: resourceVersion ?? "" };
+                break;
+              case "ERROR": {
+                const status = event.object as { code?: number; reason?: string; message?: string };
+                throw new ApiError({
+                  code: status.code ?? 500,
+                  reason: status.reason ?? "InternalError",
+                  message: status.message ?? "watch error",
+                  request: {
+                    method: "GET",
+                    path: `watch ${resource.plural}`,
+                    server: api.http.connection.server,
+                  },
+                });
+              }
             }
           }
+        } catch (error) {
+          // The request lived as long as allowed: resume from the last version, as after a
+          // server-side timeout.
+          if (!(error instanceof WatchClientTimeoutError) || signal?.aborted) throw error;
         }
       } finally {
+        clearTimeout(clientTimer);
         signal?.removeEventListener("abort", stop);
       }
-      // The server ended the stream normally (timeoutSeconds): resume after a short pause.
+
+      // The server (timeoutSeconds) or the client-side timeout ended the stream: resume after a
+      // short pause.
       await sleep(options.reconnectBackoffMs ?? 100, signal).catch(() => {});
     } catch (error) {
       if (signal?.aborted) return;
@@ -233,12 +288,14 @@ export async function* watcher(
         resourceVersion = undefined; // relist immediately: the history we need is compacted away
         continue;
       }
-      // A stall reconnects at once; a 429 waits as long as the server asks; others back off.
-      const retryInMs = error instanceof WatchStalledError
-        ? 0
-        : error instanceof ApiError && error.retryAfterMs !== undefined
-        ? (failures++, error.retryAfterMs)
-        : backoffDelay(failures++, options.backoff);
+      // A stall (or no answer within the client-side timeout) reconnects at once; a 429 waits as
+      // long as the server asks; others back off.
+      const retryInMs =
+        error instanceof WatchStalledError || error instanceof WatchClientTimeoutError
+          ? 0
+          : error instanceof ApiError && error.retryAfterMs !== undefined
+          ? (failures++, error.retryAfterMs)
+          : backoffDelay(failures++, options.backoff);
       yield {
         type: "error",
         error: error instanceof Error ? error : new Error(String(error)),

@@ -22,7 +22,7 @@
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeApi } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
-import { watcher } from "../client/watching.ts";
+import { watcher, watchingOptions } from "../client/watching.ts";
 import type { PeeringSettings, WatchingSettings } from "../settings/settings.ts";
 import {
   isLiteralNamespace,
@@ -482,9 +482,7 @@ class PeeringMember {
       const event of watcher(api, this.#target.resource, {
         namespace: this.#target.namespace,
         fieldSelector: `metadata.name=${this.#target.name}`,
-        serverTimeoutSeconds: watching.serverTimeout ?? undefined,
-        inactivityTimeoutMs: watching.inactivityTimeout * 1000,
-        reconnectBackoffMs: watching.reconnectBackoff * 1000,
+        ...watchingOptions(watching),
         signal,
       })
     ) {

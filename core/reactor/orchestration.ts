@@ -14,7 +14,7 @@ import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
 import { ApiError } from "../client/errors.ts";
-import { objectEvents, watcher } from "../client/watching.ts";
+import { objectEvents, watcher, watchingOptions } from "../client/watching.ts";
 import type { Memo } from "../intents/contexts.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
 import { describeSelector, resolveSelector } from "../intents/selectors.ts";
@@ -226,10 +226,11 @@ export class Orchestrator {
   }
 
   async #followNamespaces(): Promise<void> {
-    const { client, signal, logger } = this.#deps;
+    const { client, signal, logger, settings } = this.#deps;
+    const options = { ...watchingOptions(settings.watching), signal };
     try {
       for await (
-        const event of objectEvents(watcher(client.api, NAMESPACES, { signal }), (e) => {
+        const event of objectEvents(watcher(client.api, NAMESPACES, options), (e) => {
           if (e.type === "initDone") this.#replan();
           if (e.type === "error" && e.error instanceof ApiError && e.error.code === 403) {
             throw e.error;
@@ -349,9 +350,7 @@ export class Orchestrator {
     const open = (period: AbortSignal) =>
       watcher(this.#deps.client.api, resource, {
         namespace,
-        serverTimeoutSeconds: settings.watching.serverTimeout ?? undefined,
-        inactivityTimeoutMs: settings.watching.inactivityTimeout * 1000,
-        reconnectBackoffMs: settings.watching.reconnectBackoff * 1000,
+        ...watchingOptions(settings.watching),
         signal: period,
       });
     const onPause = () => {

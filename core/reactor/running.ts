@@ -269,6 +269,10 @@ async function connect(
 ): Promise<KubeClient> {
   const http = {
     timeoutMs: settings.networking.requestTimeout * 1000,
+    // Watches fall back from their own connect timeout to this one, then to timeoutMs.
+    ...(settings.networking.connectTimeout === null
+      ? {}
+      : { connectTimeoutMs: settings.networking.connectTimeout * 1000 }),
     retries: settings.networking.errorBackoffs.length,
     backoff: { delaysMs: settings.networking.errorBackoffs.map((s) => s * 1000), jitter: 0.2 },
     qps: settings.networking.qps,

@@ -83,11 +83,18 @@ export interface PeeringSettings {
 
 /** `settings.watching`: watch streams. */
 export interface WatchingSettings {
-  /** Connection timeout of watch requests (null: networking.connectTimeout). Accepted; not used yet: the inactivity watchdog bounds connecting too. @default null */
+  /**
+   * Longest wait for a watch request's response headers, in seconds (null: networking's
+   * connectTimeout, then networking.requestTimeout). Deno's fetch has no TCP-connect timeout of
+   * its own, so this covers everything until the headers arrive. @default null
+   */
   connectTimeout: number | null;
   /** `timeoutSeconds` sent to the server for each watch request. Differs from Kopf (null). @default 300 */
   serverTimeout: number | null;
-  /** Total client-side duration of one watch request (null: forever). Accepted; not used yet (`serverTimeout` ends each request). @default null */
+  /**
+   * Total client-side duration of one watch request, in seconds (null: forever); the watch is
+   * then resumed from the last resourceVersion. @default null
+   */
   clientTimeout: number | null;
   /** Pause between watch reconnections. @default 0.1 */
   reconnectBackoff: number;
@@ -156,7 +163,11 @@ export interface BackgroundSettings {
 export interface NetworkingSettings {
   /** Timeout of one request (not watches). @default 300 */
   requestTimeout: number;
-  /** TCP/TLS connection timeout (null: requestTimeout). Accepted; not used yet: `requestTimeout` covers connecting. @default null */
+  /**
+   * Longest wait for a request's response headers, in seconds (null: only requestTimeout).
+   * Deno's fetch has no TCP-connect timeout of its own, so this covers connecting, TLS and the
+   * server's answer. @default null
+   */
   connectTimeout: number | null;
   /** Delays between retries of network errors, 429 and 5xx. @default [1, 1, 2, 3, 5, 8, 13, 21] */
   errorBackoffs: number[];
