@@ -10,6 +10,7 @@ import { loadKubeconfig } from "../core/client/config.ts";
 import type { ConnectionInfo } from "../core/client/connection.ts";
 import { PermanentError } from "../core/actions/execution.ts";
 import { ActivityError } from "../core/engines/activities.ts";
+import { LoginError } from "../core/client/vault.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
@@ -251,5 +252,99 @@ Deno.test(
       assert.deepEqual(await response.json(), { counted: 1 });
     }
     assert.equal(runs, 1);
+  },
+);
+
+Deno.test(
+  "login handlers fill a vault: a rejected higher-priority credential falls back to the next, an expired one is skipped (AUTH-06, AUTH-10, SUB-71)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const good = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
+    const namespace = await testNamespace("vault");
+    const used: string[] = [];
+    const info = (name: string, token: string, extra: Partial<ConnectionInfo>) => ({
+      server: good.server,
+      caPem: good.caPem,
+      source: name,
+      credentials: {
+        headers: () => {
+          used.push(name);
+          return Promise.resolve({ Authorization: `Bearer ${token}` });
+        },
+        invalidate: () => Promise.resolve(false),
+      },
+      ...extra,
+    });
+    let logins = 0;
+    const registry = new OperatorRegistry();
+    on.login({ registry }, function preferred(): ConnectionInfo {
+      logins++;
+      return info("preferred", "rejected-token", { priority: 10 });
+    });
+    on.login({ registry }, function expired(): ConnectionInfo {
+      return info("expired", plane.adminToken, { priority: 20, expiration: "2000-01-01T00:00:00" });
+    });
+    on.login({ registry }, function fallback(): ConnectionInfo {
+      return info("fallback", plane.adminToken, { priority: 1 });
+    });
+    const controller = new AbortController();
+    let ready = false;
+    const logs: string[] = [];
+    const running = operator({
+      registry,
+      namespaces: [namespace],
+      standalone: true,
+      settings: createSettings(),
+      signal: controller.signal,
+      onReady: () => (ready = true),
+      listeners: [(entry) => logs.push(entry.message)],
+    });
+    await eventually(() => ready, 15_000, "the operator to be ready");
+    controller.abort();
+    await running; // no failure
+    assert.equal(used.includes("expired"), false, "the expired credential is never used");
+    assert.equal(used[0], "preferred", "the highest valid priority first");
+    assert.equal(
+      used.filter((name) => name === "preferred").length,
+      1,
+      "rejected once, then dropped",
+    );
+    assert.ok(used.slice(1).every((name) => name === "fallback"), used.join(","));
+    assert.equal(logins, 1, "no re-login while a credential is left");
+  },
+);
+
+Deno.test(
+  "an operator whose login handlers give no valid credentials fails with a LoginError (AUTH-10)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const good = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
+    const namespace = await testNamespace("nologin");
+    let logins = 0;
+    const registry = new OperatorRegistry();
+    on.login({ registry }, function stale(): ConnectionInfo {
+      logins++;
+      return {
+        server: good.server,
+        caPem: good.caPem,
+        source: "stale",
+        credentials: {
+          headers: () => Promise.resolve({ Authorization: "Bearer always-rejected" }),
+          invalidate: () => Promise.resolve(false),
+        },
+      };
+    });
+    const error = await operator({
+      registry,
+      namespaces: [namespace],
+      standalone: true,
+      settings: createSettings(),
+      signal: AbortSignal.timeout(30_000),
+    }).then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof LoginError, String(error));
+    assert.match(error.message, /No valid credentials/);
+    assert.equal(logins, 2, "one re-login; the same rejected token is not retried");
   },
 );

@@ -22,10 +22,12 @@ export interface Credentials {
    * Called after the server answered 401 Unauthorized. Drops cached material so the next
    * `headers()` re-reads or re-executes.
    *
+   * @param rejected The headers the rejected request carried (as `headers()` returned them), so
+   *   that a source of several credentials knows which one failed.
    * @returns `true` when a retry may succeed (something could be refreshed), `false` when
    *   retrying is pointless.
    */
-  invalidate(): Promise<boolean>;
+  invalidate(rejected?: Readonly<Record<string, string>>): Promise<boolean>;
 }
 
 /** Everything needed to open connections to one API server. */
@@ -47,11 +49,16 @@ export interface ConnectionInfo {
   /** Where this came from, for error messages: e.g. `kubeconfig ~/.kube/config, context "kind"`. */
   readonly source: string;
   /**
-   * When these credentials stop being valid (from a login handler): the operator logs in again
-   * before the next request after this time. A `Date`, or an ISO 8601 string; a string without
+   * When these credentials stop being valid (from a login handler): after this time they are
+   * dropped, and when none are left the operator logs in again before the next request. A `Date`, or an ISO 8601 string; a string without
    * a time zone (`2099-12-31T23:59:59`) is UTC, as in Kopf. @default never
    */
   readonly expiration?: Date | string;
+  /**
+   * When several login handlers return credentials, the highest priority is used first (at
+   * random among equals); lower ones only after those were rejected or expired. @default 0
+   */
+  readonly priority?: number;
 }
 
 /**

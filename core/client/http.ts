@@ -1,10 +1,10 @@
 /**
  * The one funnel through which every HTTP request to the API server goes.
  *
- * Owns TLS (`Deno.createHttpClient`), authentication headers (with one refresh after a 401),
- * request and connect timeouts, retries with exponential backoff and jitter (network errors, 429
- * honouring `Retry-After`, 5xx; never other 4xx), an optional client-side rate limit, and request
- * counting.
+ * Owns TLS (`Deno.createHttpClient`), authentication headers (after a 401, refreshed or other
+ * credentials are tried), request and connect timeouts, retries with exponential backoff and
+ * jitter (network errors, 429 honouring `Retry-After`, 5xx; never other 4xx), an optional
+ * client-side rate limit, and request counting.
  * It knows paths, not resources: `api.ts` builds the paths.
  * @module
  */
@@ -20,6 +20,9 @@ import {
   TransportError,
   transportErrorFrom,
 } from "./errors.ts";
+
+/** How many rejected (401) credentials one request tries past before it gives up. */
+const MAX_CREDENTIALS_PER_REQUEST = 16;
 
 /** The `fetch` signature the client uses; replaceable for in-process servers. */
 export type FetchFn = (
@@ -166,15 +169,22 @@ export class HttpClient implements Disposable {
    */
   async send(request: HttpRequest): Promise<Response> {
     const retries = request.retries ?? this.#options.retries ?? 6;
-    let refreshedCredentials = false;
+    // After a 401, the next credentials (or refreshed ones) are tried, as long as they differ
+    // from all rejected so far in this request, and not endlessly.
+    const rejected = new Set<string>();
     for (let attempt = 0;; attempt++) {
+      const auth = await this.connection.credentials.headers(request.signal);
       try {
-        return await this.#once(request);
+        return await this.#once(request, auth);
       } catch (error) {
         if (request.signal?.aborted) throw request.signal.reason;
-        if (error instanceof ApiError && error.code === 401 && !refreshedCredentials) {
-          refreshedCredentials = true;
-          if (await this.connection.credentials.invalidate()) continue;
+        const key = JSON.stringify(auth);
+        if (
+          error instanceof ApiError && error.code === 401 && !rejected.has(key) &&
+          rejected.size < MAX_CREDENTIALS_PER_REQUEST
+        ) {
+          rejected.add(key);
+          if (await this.connection.credentials.invalidate(auth)) continue;
         }
         if (!isRetryable(error) || attempt >= retries) throw error;
         const hinted = error instanceof ApiError ? error.retryAfterMs : undefined;
@@ -187,7 +197,7 @@ export class HttpClient implements Disposable {
     }
   }
 
-  async #once(request: HttpRequest): Promise<Response> {
+  async #once(request: HttpRequest, auth: Record<string, string>): Promise<Response> {
     await this.#throttle(request.signal);
     const method = (request.method ?? "GET").toUpperCase();
     const url = new URL(this.connection.server + request.path);
@@ -203,7 +213,7 @@ export class HttpClient implements Disposable {
     const headers: Record<string, string> = {
       Accept: request.accept ?? "application/json",
       "User-Agent": this.#options.userAgent ?? "kopf-ts",
-      ...(await this.connection.credentials.headers(request.signal)),
+      ...auth,
     };
     if (request.body !== undefined) {
       headers["Content-Type"] = request.contentType ?? "application/json";

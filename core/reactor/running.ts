@@ -13,7 +13,8 @@ import { Logger, type LogListener } from "../actions/loggers.ts";
 import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
 import { autoConfigure } from "../client/config.ts";
-import { type ConnectionInfo, type Credentials, expirationTime } from "../client/connection.ts";
+import type { ConnectionInfo, Credentials } from "../client/connection.ts";
+import { LoginError, Vault, type VaultItem } from "../client/vault.ts";
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
@@ -108,13 +109,18 @@ function servedNamespaces(options: OperatorOptions): readonly NamespacePattern[]
  * @param options Registry, settings, namespaces, connection and signal.
  * @returns Resolves after a clean stop.
  * @throws {OperatorStartError} when the cluster cannot be reached or rejects the credentials.
+ * @throws {LoginError} when the login handlers give no usable credentials (at start or later).
  * @throws {ConfigError} when no usable cluster configuration is found.
  * @throws {TypeError} when both `namespaces` and the deprecated `namespace` are given.
  */
 export async function operator(options: OperatorOptions = {}): Promise<void> {
   const namespaces = servedNamespaces(options);
   const settings = options.settings ?? createSettings();
-  const signal = options.signal ?? new AbortController().signal;
+  // Running out of credentials stops the operator as a stop request would, then fails it.
+  const loginFailure = new AbortController();
+  const signal = options.signal
+    ? AbortSignal.any([options.signal, loginFailure.signal])
+    : loginFailure.signal;
   const registry = options.registry ?? getDefaultRegistry();
   const memo = options.memo ?? {};
   const listeners: LogListener[] = [...(options.listeners ?? [])];
@@ -151,7 +157,11 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       );
     }
     const client = options.client ??
-      await connect(options, settings, registry, memo, logger, signal);
+      await connect(options, settings, registry, memo, logger, signal, (error) => {
+        if (loginFailure.signal.aborted) return;
+        logger.error(error.message);
+        loginFailure.abort(error);
+      });
     const ownClient = !options.client;
     const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
     listeners.push(poster.listener);
@@ -233,6 +243,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       await posting;
       await liveness?.finished;
       await admission?.finished; // the managed webhook configurations are cleaned up by now
+      if (loginFailure.signal.aborted) throw loginFailure.signal.reason;
     } finally {
       // Our peering entries are removed only after the streams stopped.
       peeringStop.abort();
@@ -266,6 +277,7 @@ async function connect(
   memo: Memo,
   logger: Logger,
   signal: AbortSignal,
+  onLoginFailure: (error: LoginError) => void,
 ): Promise<KubeClient> {
   const http = {
     timeoutMs: settings.networking.requestTimeout * 1000,
@@ -311,7 +323,7 @@ async function connect(
     };
     return new KubeClient({ ...connection, credentials }, http);
   }
-  const login = async (initial: boolean): Promise<ConnectionInfo> => {
+  const login = async (initial: boolean): Promise<VaultItem[]> => {
     const what = initial ? "Initial authentication" : "Re-authentication";
     logger.info(`${what} has been initiated.`);
     const results = await runActivity({
@@ -322,40 +334,36 @@ async function connect(
       logger,
       signal,
     });
-    const info = [...results.values()].find((r): r is ConnectionInfo =>
-      Boolean(r && typeof r === "object" && "server" in r)
-    );
-    if (!info) {
-      throw new OperatorStartError(
-        "No login handler returned connection info (a ConnectionInfo object)",
-      );
+    // Every handler's credentials go to the vault (a handler may also return a list of them).
+    const items: VaultItem[] = [];
+    for (const [id, result] of results) {
+      const infos = Array.isArray(result) ? result : [result];
+      infos.forEach((info: unknown, i) => {
+        if (isConnectionInfo(info)) items.push({ key: infos.length > 1 ? `${id}#${i}` : id, info });
+      });
     }
-    logger.info(`${what} has finished.`);
-    return info;
+    if (items.length) logger.info(`${what} has finished.`);
+    else logger.warning(`${what} has failed: no login handler returned credentials.`);
+    return items;
   };
-  let current = await login(true);
-  let expires = expirationTime(current.expiration);
-  // One re-login at a time, however many requests are waiting for it.
-  let renewing: Promise<void> | undefined;
-  const renew = () =>
-    renewing ??= login(false).then((info) => {
-      current = info;
-      expires = expirationTime(info.expiration);
-    }).finally(() => (renewing = undefined));
-  // A 401 or the expiration re-runs the login handlers (e.g. to fetch a fresh token); the
-  // server and TLS stay those of the first login.
-  const credentials: Credentials = {
-    headers: async (s) => {
-      if (renewing || (expires !== undefined && Date.now() >= expires)) await renew();
-      return await current.credentials.headers(s);
-    },
-    invalidate: async () => {
-      if (await current.credentials.invalidate()) return true;
-      await renew();
-      return true;
-    },
-  };
-  return new KubeClient({ ...current, credentials }, http);
+  const initial = await login(true);
+  const first = initial.toSorted((a, b) => (b.info.priority ?? 0) - (a.info.priority ?? 0))[0]
+    ?.info;
+  if (!first) {
+    throw new LoginError("No login handler returned connection info (a ConnectionInfo object)");
+  }
+  const vault = new Vault(initial, {
+    relogin: () => login(false),
+    onFailure: onLoginFailure,
+  });
+  // The server and TLS are those of the first login; the vault varies the credentials.
+  return new KubeClient({ ...first, credentials: vault }, http);
+}
+
+function isConnectionInfo(value: unknown): value is ConnectionInfo {
+  return Boolean(
+    value && typeof value === "object" && "server" in value && "credentials" in value,
+  );
 }
 
 function firstLine(error: unknown): string {
