@@ -9,10 +9,12 @@
  * and `undefined` items are skipped. Nothing is sent to the API: create the children afterwards
  * with any client.
  *
- * Unlike Kopf, there is no implicit owner: Kopf falls back to the object of the handler being
- * executed, while here the owner (the parent's body, as read from the API, with its
- * `metadata.uid`) is always passed explicitly — as an argument where Kopf has `owner=None`, and
- * as the `owner` option where Kopf reads the handler's labels, name or namespace.
+ * The owner (the parent's body, as read from the API, with its `metadata.uid`) is optional, as
+ * in Kopf: inside a resource handler (create, update, delete, resume, field, event, daemon,
+ * timer, index, admission, and their sub-handlers) it defaults to the object being handled, so
+ * `adopt(child)` is enough. Pass it explicitly for anything else (e.g. a grandparent); outside a
+ * handler, functions that need an owner and get none throw a `TypeError`. Where Kopf reads the
+ * handler's labels, name or namespace, the `owner` option names another object to read them from.
  *
  * @example Adopt a child in a creation handler
  * ```ts
@@ -32,6 +34,7 @@
  * @module
  */
 
+import { handledObject } from "../core/actions/handled_object.ts";
 import { type FieldSpec, isMapping, parseField } from "../core/structs/dicts.ts";
 import type { KubeObject, OwnerReference } from "../core/structs/objects.ts";
 
@@ -107,7 +110,10 @@ export interface OwnerReferenceOptions {
  * ```
  */
 export interface LabelOptions {
-  /** Where to take the labels from when none are given explicitly (its `metadata.labels`). */
+  /**
+   * Where to take the labels from when none are given explicitly (its `metadata.labels`).
+   * Default: the object being handled, inside a handler.
+   */
   owner?: KubeObject | undefined;
   /** Overwrite labels that the objects already have. Default: `false` (existing values stay). */
   forced?: boolean | undefined;
@@ -127,7 +133,10 @@ export interface LabelOptions {
  * ```
  */
 export interface NamingOptions {
-  /** Where to take the name from when none is given explicitly (its `metadata.name`). */
+  /**
+   * Where to take the name from when none is given explicitly (its `metadata.name`).
+   * Default: the object being handled, inside a handler.
+   */
   owner?: KubeObject | undefined;
   /**
    * Rename objects that already have a `name` or `generateName`. Default: `false` (they keep
@@ -153,7 +162,10 @@ export interface NamingOptions {
  * ```
  */
 export interface NamespaceOptions {
-  /** Where to take the namespace from when none is given explicitly (its `metadata.namespace`). */
+  /**
+   * Where to take the namespace from when none is given explicitly (its `metadata.namespace`).
+   * Default: the object being handled, inside a handler.
+   */
   owner?: KubeObject | undefined;
   /** Overwrite the namespace that objects already have. Default: `false`. */
   forced?: boolean | undefined;
@@ -229,13 +241,13 @@ export function buildOwnerReference(
  * reference with the owner's uid (then it stays as it is, even if its flags differ): calling
  * it again is harmless. Each object gets its own copy of the reference.
  *
- * Kopf's `owner` defaults to the object of the current handler; here it is required.
- *
  * @param objs The children: one object or an iterable of them.
- * @param owner The parent, as read from the API (it must have `metadata.uid`).
+ * @param owner The parent, as read from the API (it must have `metadata.uid`); default: the
+ *   object being handled, inside a handler.
  * @param options The `controller` and `blockOwnerDeletion` flags (both `true` by default).
- * @throws {TypeError} If the owner has no `metadata.uid`, or an item is not a plain object, or
- *   its `metadata` / `metadata.ownerReferences` has a wrong type.
+ * @throws {TypeError} If there is no owner (none given outside a handler) or it has no
+ *   `metadata.uid`, or an item is not a plain object, or its `metadata` /
+ *   `metadata.ownerReferences` has a wrong type.
  *
  * @example Own several children
  * ```ts
@@ -253,10 +265,10 @@ export function buildOwnerReference(
  */
 export function appendOwnerReference(
   objs: KubeObjects,
-  owner: KubeObject,
+  owner?: KubeObject | null,
   options: OwnerReferenceOptions = {},
 ): void {
-  const ref = buildOwnerReference(owner, options);
+  const ref = buildOwnerReference(requireOwner(owner, "appendOwnerReference"), options);
   const uid = requireUid(ref, "append");
   for (const obj of collect(objs)) {
     const refs = ownerReferencesOf(obj, true);
@@ -270,12 +282,12 @@ export function appendOwnerReference(
  * Removes the references to `owner` (matched by its uid) from every object, if there are any;
  * the array itself is modified in place. Objects without references are left untouched.
  *
- * Kopf's `owner` defaults to the object of the current handler; here it is required.
- *
  * @param objs The children: one object or an iterable of them.
- * @param owner The parent (it must have `metadata.uid`).
- * @throws {TypeError} If the owner has no `metadata.uid`, or an item is not a plain object, or
- *   its `metadata` / `metadata.ownerReferences` has a wrong type.
+ * @param owner The parent (it must have `metadata.uid`); default: the object being handled,
+ *   inside a handler.
+ * @throws {TypeError} If there is no owner (none given outside a handler) or it has no
+ *   `metadata.uid`, or an item is not a plain object, or its `metadata` /
+ *   `metadata.ownerReferences` has a wrong type.
  *
  * @example Orphan a child
  * ```ts
@@ -289,8 +301,9 @@ export function appendOwnerReference(
  * // child.metadata.ownerReferences: []
  * ```
  */
-export function removeOwnerReference(objs: KubeObjects, owner: KubeObject): void {
-  const uid = requireUid(buildOwnerReference(owner), "remove");
+export function removeOwnerReference(objs: KubeObjects, owner?: KubeObject | null): void {
+  const ref = buildOwnerReference(requireOwner(owner, "removeOwnerReference"));
+  const uid = requireUid(ref, "remove");
   for (const obj of collect(objs)) {
     const refs = ownerReferencesOf(obj, false);
     if (refs === undefined) continue;
@@ -304,14 +317,15 @@ export function removeOwnerReference(objs: KubeObjects, owner: KubeObject): void
  * object already has keep their values unless `forced`.
  *
  * Without explicit labels (`undefined` or `null`), the labels of `options.owner` are copied,
- * like Kopf copies the labels of the object being handled. An empty `{}` (or an owner without
+ * or (as in Kopf) those of the object being handled. An empty `{}` (or an owner without
  * labels) changes nothing. A `null` label value is stored as is (in a merge-patch, it removes
  * the label).
  *
  * @param objs The objects: one object or an iterable of them.
  * @param labels The labels to add; default: the owner's labels.
  * @param options The owner (for the default labels), `forced`, `nested`.
- * @throws {TypeError} If neither labels nor an owner are given, or an item or nested structure
+ * @throws {TypeError} If neither labels nor an owner are given outside a handler, or an item or
+ *   nested structure
  *   is not a plain object, or its `metadata` / `metadata.labels` has a wrong type.
  *
  * @example Explicit labels, also for the pod template
@@ -344,11 +358,15 @@ export function label(
   let source: Readonly<Record<string, unknown>>;
   if (labels !== undefined && labels !== null) {
     source = labels;
-  } else if (options.owner !== undefined) {
-    const ownLabels = metadataField(options.owner, "labels");
-    source = isMapping(ownLabels) ? ownLabels : {};
   } else {
-    throw new TypeError("label(): pass the labels explicitly, or an owner to copy them from");
+    const owner = options.owner ?? handledObject();
+    if (owner === undefined) {
+      throw new TypeError(
+        "label(): pass the labels explicitly, or an owner to copy them from (or call it in a handler)",
+      );
+    }
+    const ownLabels = metadataField(owner, "labels");
+    source = isMapping(ownLabels) ? ownLabels : {};
   }
   const entries = Object.entries(source);
   const forced = options.forced ?? false;
@@ -370,7 +388,8 @@ export function label(
  * `generateName` keep it, unless `forced`.
  *
  * @param objs The objects: one object or an iterable of them.
- * @param name The name or prefix; `undefined`/`null`: `metadata.name` of `options.owner`.
+ * @param name The name or prefix; `undefined`/`null`: `metadata.name` of `options.owner` or of
+ *   the object being handled.
  * @param options The owner (for the default name), `forced`, `strict`.
  * @throws {TypeError} If no name can be found (neither given nor in the owner), or an item is
  *   not a plain object, or its `metadata` has a wrong type.
@@ -396,7 +415,7 @@ export function harmonizeNaming(
   name?: string | null,
   options: NamingOptions = {},
 ): void {
-  const real = resolveName(name, options.owner);
+  const real = resolveName(name, options.owner ?? handledObject());
   const strict = options.strict ?? false;
   const forced = options.forced ?? false;
   for (const obj of collect(objs)) {
@@ -421,9 +440,11 @@ export function harmonizeNaming(
  * without `forced`, nothing changes.
  *
  * @param objs The objects: one object or an iterable of them.
- * @param namespace The namespace; `undefined`/`null`: `metadata.namespace` of `options.owner`.
+ * @param namespace The namespace; `undefined`/`null`: `metadata.namespace` of `options.owner`
+ *   or of the object being handled.
  * @param options The owner (for the default namespace), `forced`.
- * @throws {TypeError} If neither a namespace nor an owner are given, or an item is not a plain
+ * @throws {TypeError} If neither a namespace nor an owner are given outside a handler, or an
+ *   item is not a plain
  *   object, or its `metadata` has a wrong type.
  *
  * @example Explicit, or the parent's namespace
@@ -447,12 +468,13 @@ export function adjustNamespace(
 ): void {
   let real: unknown = namespace;
   if (absent(namespace)) {
-    if (options.owner === undefined) {
+    const owner = options.owner ?? handledObject();
+    if (owner === undefined) {
       throw new TypeError(
-        "adjustNamespace(): pass the namespace explicitly, or an owner to take it from",
+        "adjustNamespace(): pass the namespace explicitly, or an owner to take it from (or call it in a handler)",
       );
     }
-    real = metadataField(options.owner, "namespace");
+    real = metadataField(owner, "namespace");
   }
   const forced = options.forced ?? false;
   for (const obj of collect(objs)) {
@@ -472,15 +494,15 @@ export function adjustNamespace(
  * into the owner's namespace (see {@link adjustNamespace}), and copies the owner's labels (see
  * {@link label}). `forced`, `strict` and `nested` are passed to the functions that support them.
  *
- * Kopf's `owner` defaults to the object of the current handler; here it is required. The owner
+ * The owner defaults to the object being handled, as in Kopf: `adopt(child)` in a handler. It
  * is validated (uid and name) before any object is modified.
  *
  * @param objs The children: one object or an iterable of them.
  * @param owner The parent, as read from the API (it must have `metadata.uid` and
- *   `metadata.name`).
+ *   `metadata.name`); default: the object being handled, inside a handler.
  * @param options `forced`, `strict`, `nested`.
- * @throws {TypeError} If the owner has no uid or no name, or an item is not a plain object, or
- *   has wrongly typed metadata.
+ * @throws {TypeError} If there is no owner (none given outside a handler), or it has no uid or
+ *   no name, or an item is not a plain object, or has wrongly typed metadata.
  *
  * @example Adopt a Job and a Deployment
  * ```ts
@@ -504,7 +526,12 @@ export function adjustNamespace(
  * //   name: "kopf-example-1", namespace: "default", labels: {somelabel: "somevalue"}}
  * ```
  */
-export function adopt(objs: KubeObjects, owner: KubeObject, options: AdoptOptions = {}): void {
+export function adopt(
+  objs: KubeObjects,
+  owner?: KubeObject | null,
+  options: AdoptOptions = {},
+): void {
+  owner = requireOwner(owner, "adopt");
   requireUid(buildOwnerReference(owner), "adopt");
   const name = resolveName(undefined, owner);
   const { forced, strict, nested } = options;
@@ -621,8 +648,17 @@ function resolveName(name: string | null | undefined, owner: KubeObject | undefi
   if (typeof guessed === "string") return guessed;
   throw new TypeError(
     owner === undefined
-      ? "harmonizeNaming(): pass the name explicitly, or an owner to take it from"
+      ? "harmonizeNaming(): pass the name explicitly, or an owner to take it from (or call it in a handler)"
       : "The name must be set explicitly: the owner has no metadata.name",
+  );
+}
+
+/** The explicit owner, else the object being handled (Kopf's implicit owner). */
+function requireOwner(owner: KubeObject | null | undefined, what: string): KubeObject {
+  const real = owner ?? handledObject();
+  if (real !== undefined) return real;
+  throw new TypeError(
+    `${what}(): pass the owner explicitly, or call it in a handler (its object is the default)`,
   );
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { withHandledObject } from "../core/actions/handled_object.ts";
 import {
   adjustNamespace,
   adopt,
@@ -702,4 +703,48 @@ Deno.test("objects without a prototype are plain objects too (HIER-01)", () => {
   adopt(obj, parent());
   assert.equal(obj.metadata!.name, undefined);
   assert.equal(obj.metadata!.generateName, "kopf-example-1-");
+});
+
+Deno.test("adopt() & co. default to the object being handled, and fail clearly outside handlers (HIER-10, HIST-35)", async () => {
+  const owner = parent();
+  const children: KubeObject[] = [{ kind: "Job" }, { kind: "Pod" }, { kind: "Secret" }];
+  await withHandledObject({ body: owner }, async () => {
+    await Promise.resolve(); // the handled object survives awaits
+    adopt(children[0]!);
+    appendOwnerReference(children[1]!);
+    label(children[1]!);
+    harmonizeNaming(children[1]!);
+    adjustNamespace(children[1]!);
+    appendOwnerReference(children[2]!);
+    removeOwnerReference(children[2]!);
+  });
+  const explicit: KubeObject = { kind: "Job" };
+  adopt(explicit, owner);
+  assert.deepEqual(children[0], explicit, "adopt(child) in a handler = adopt(child, body)");
+  assert.deepEqual(
+    children[1],
+    { ...explicit, kind: "Pod" },
+    "each defaults to the handled object",
+  );
+  assert.deepEqual(children[2]!.metadata?.ownerReferences, []);
+
+  // An explicit owner wins over the handled object.
+  const other = { ...parent(), metadata: { name: "other", uid: "other-uid" } };
+  const child: KubeObject = { kind: "Job" };
+  withHandledObject({ body: owner }, () => adopt(child, other));
+  assert.equal(child.metadata?.ownerReferences?.[0]?.uid, "other-uid");
+
+  // Outside handlers, nothing to default to.
+  for (
+    const call of [
+      () => adopt({}),
+      () => appendOwnerReference({}),
+      () => removeOwnerReference({}),
+      () => label({}),
+      () => harmonizeNaming({}),
+      () => adjustNamespace({}),
+    ]
+  ) {
+    assert.throws(call, { name: "TypeError", message: /explicitly.*in a handler/ });
+  }
 });

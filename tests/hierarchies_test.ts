@@ -7,8 +7,18 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../core/client/errors.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
+import { on } from "../core/api/on.ts";
 import { adopt, removeOwnerReference } from "../kits/hierarchies.ts";
-import { CONFIGMAPS, eventually, PODTEMPLATES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  CONFIGMAPS,
+  eventually,
+  KOPFEXAMPLES,
+  PODTEMPLATES,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
+import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -135,5 +145,49 @@ Deno.test(
     );
     const kept = await client.api.get(CONFIGMAPS, released.metadata!.name!, { namespace });
     assert.equal(kept.metadata?.uid, released.metadata?.uid, "the orphan survives");
+  },
+);
+
+Deno.test(
+  "adopt(child) in a create handler takes the handled object as the owner (HIER-10, HIST-35)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("hier-implicit");
+    await using op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry }, async function make_child() {
+        const child: KubeObject = { apiVersion: "v1", kind: "ConfigMap", data: { a: "b" } };
+        await Promise.resolve(); // the handled object is kept across awaits
+        adopt(child, undefined, { strict: true });
+        const created = await client.api.create(CONFIGMAPS, child);
+        return created.metadata?.name;
+      });
+    }, { namespaces: [namespace] });
+    await op.ready;
+    const parent = await client.api.create(KOPFEXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "implicit", labels: { team: "a" } },
+    }, { namespace });
+    const childName = await eventually(
+      async () => {
+        const o = await client.api.get(KOPFEXAMPLES, "implicit", { namespace });
+        return (o.status as Record<string, unknown> | undefined)?.make_child;
+      },
+      15_000,
+      "the handler's result",
+    );
+    assert.equal(childName, "implicit", "named exactly after the handled object");
+    const child = await client.api.get(CONFIGMAPS, "implicit", { namespace });
+    assert.deepEqual(child.metadata?.labels, { team: "a" });
+    assert.deepEqual(child.metadata?.ownerReferences, [{
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      name: "implicit",
+      uid: parent.metadata!.uid!,
+      controller: true,
+      blockOwnerDeletion: true,
+    }]);
   },
 );

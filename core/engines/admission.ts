@@ -12,6 +12,7 @@
  */
 
 import { PermanentError, TemporaryError } from "../actions/execution.ts";
+import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
 import type { AdmissionContext, IndexView, Memo } from "../intents/contexts.ts";
@@ -165,7 +166,10 @@ export async function serveReview(
   const errors: unknown[] = [];
   await Promise.all(handlers.map(async ({ handler }) => {
     try {
-      await handler.fn({ ...context, param: handler.param } as never);
+      await withHandledObject(
+        { body },
+        () => handler.fn({ ...context, param: handler.param } as never),
+      );
       logger.debug(`Admission handler '${handler.id}' succeeded.`);
     } catch (error) {
       errors.push(error);

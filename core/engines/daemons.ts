@@ -16,6 +16,7 @@
 
 import { applyPatch } from "../actions/application.ts";
 import { execute, type Outcome } from "../actions/execution.ts";
+import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 import type { KubeApi } from "../client/api.ts";
@@ -257,13 +258,21 @@ export class Spawner {
 
   async #attempt(task: Task, retries: number, started: Date): Promise<Outcome> {
     const patch = new Patch(); // the handler's own changes, applied after every attempt
+    // The handled object (the kits' implicit owner) is live, like the context's body.
+    const current = () => this.#body;
+    const handled = {
+      get body() {
+        return current();
+      },
+    };
     const outcome = await execute(
       task.handler,
       { started, retries },
       (signal) =>
-        (task.handler.fn as (c: SpawnedContext) => unknown)(
-          this.#context(task, retries, started, signal, patch),
-        ),
+        withHandledObject(handled, () =>
+          (task.handler.fn as (c: SpawnedContext) => unknown)(
+            this.#context(task, retries, started, signal, patch),
+          )),
     );
     const stopped = task.stopper.signal;
     if (stopped.aborted && outcome.kind !== "success") {

@@ -15,6 +15,7 @@
  */
 
 import { type ErrorsMode, execute } from "../actions/execution.ts";
+import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { ResourceContext } from "../intents/contexts.ts";
 import type { IndexingHandler } from "../intents/handlers.ts";
@@ -208,7 +209,8 @@ export class Indexers {
       const outcome = await execute(
         { ...handler, errors: handler.errors ?? ("ignored" as ErrorsMode) },
         { started: new Date(), retries: 0 },
-        () => (handler.fn as (c: ResourceContext) => unknown)(ctx),
+        () =>
+          withHandledObject({ body }, () => (handler.fn as (c: ResourceContext) => unknown)(ctx)),
       );
       switch (outcome.kind) {
         case "success": {

@@ -12,6 +12,7 @@
 
 import { type Application, applyPatch } from "../actions/application.ts";
 import { execute } from "../actions/execution.ts";
+import { withHandledObject } from "../actions/handled_object.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
@@ -240,12 +241,13 @@ export async function processEvent(
       handler,
       progress,
       (signal) =>
-        invokeChanging(handler, {
-          ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
-          reason,
-          cause,
-          progress,
-        }, scope),
+        withHandledObject({ body }, () =>
+          invokeChanging(handler, {
+            ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
+            reason,
+            cause,
+            progress,
+          }, scope)),
       undefined,
       deps.signal,
     );
@@ -309,7 +311,10 @@ async function runWatchingHandlers(
     };
     if (!matchesBodyFilters(handler, event.body, () => context)) continue;
     try {
-      const result = await (handler.fn as (c: EventContext) => unknown)(context);
+      const result = await withHandledObject(
+        { body: event.body },
+        () => (handler.fn as (c: EventContext) => unknown)(context),
+      );
       deliverResult(patch, handler.id, { kind: "success", result });
     } catch (error) {
       logger.exception(`Handler '${handler.id}' failed with an exception. Will ignore.`, error);
