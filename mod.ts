@@ -188,6 +188,7 @@ export {
   type ReadFileFn,
 } from "./core/client/config.ts";
 export type { ConnectionInfo, Credentials } from "./core/client/connection.ts";
+export { LoginError } from "./core/client/vault.ts";
 export {
   ApiError,
   type RequestInfo,

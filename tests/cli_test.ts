@@ -36,6 +36,11 @@ Deno.test("startup errors are one line and exit code 1 (CLI-*)", opts, async () 
     await Deno.writeTextFile(`${dir}/broken.ts`, "export const x = ;\n");
     await Deno.writeTextFile(`${dir}/throws.ts`, 'throw new Error("boom at import");\n');
     await Deno.writeTextFile(`${dir}/ok.ts`, "export {};\n");
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir}/nologin.ts`,
+      `import { on } from "${mod}";\non.login(function nothing() { return null; });\n`,
+    );
     await Deno.writeTextFile(`${dir}/kubeconfig`, "clusters: [oops\n");
     const unreachable = `apiVersion: v1
 kind: Config
@@ -60,6 +65,8 @@ current-context: x
       ],
       [[`${dir}/ok.ts`, "--log-format", "xml"], {}, /^error: Unknown log format 'xml'/],
       [[`${dir}/ok.ts`], { KUBECONFIG: `${dir}/kubeconfig` }, /^error: .*kubeconfig/i],
+      // A LoginError (ERR-11): no login handler gives credentials.
+      [[`${dir}/nologin.ts`], {}, /^error: No login handler returned connection info/],
       [
         [`${dir}/ok.ts`],
         { KUBECONFIG: `${dir}/unreachable` },

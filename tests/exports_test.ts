@@ -36,3 +36,10 @@ Deno.test("mod.ts exports Labels, Annotations, HandlerId, Headers, SSLPeer and O
   assert.equal(typeof idOf, "function");
   assert.deepEqual([operations.length, labels.app, peer], [4, "web", null]);
 });
+
+Deno.test("mod.ts exports LoginError, an Error with its own name (ERR-11, API-11)", async () => {
+  const { LoginError } = await import("../mod.ts");
+  const error = new LoginError("No credentials");
+  assert.ok(error instanceof Error);
+  assert.equal(error.name, "LoginError");
+});

@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import denoConfig from "../../deno.json" with { type: "json" };
 import { Logger } from "../actions/loggers.ts";
 import { ConfigError } from "../client/config.ts";
+import { LoginError } from "../client/vault.ts";
 import { KubeClient } from "../client/client.ts";
 import { ActivityError } from "../engines/activities.ts";
 import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
@@ -357,7 +358,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof OperatorStartError ||
-      error instanceof ActivityError
+      error instanceof ActivityError || error instanceof LoginError
     ) {
       return fail(error.message);
     }
