@@ -61,10 +61,14 @@ Deno.test(
       metadata: { name: "w" },
       spec: { size: 1 },
     }, { namespace });
-    const status = await eventually(async () => {
-      const o = await client.api.get(KOPFEXAMPLES, "w", { namespace });
-      return (o.status as Status)?.["created/child"];
-    }, 15_000, "the sub-handler's result");
+    const status = await eventually(
+      async () => {
+        const o = await client.api.get(KOPFEXAMPLES, "w", { namespace });
+        return (o.status as Status)?.["created/child"];
+      },
+      15_000,
+      "the sub-handler's result",
+    );
     assert.equal(status, "ran");
     const parent = seen.find((s) => s.param === "parent" && s.reason === "create");
     const child = seen.find((s) => s.param === "child");
@@ -111,18 +115,26 @@ Deno.test(
       metadata: { name: "s" },
       spec: { size: 1, other: "same" },
     }, { namespace });
-    const created = await eventually(async () => {
-      const o = await client.api.get(KOPFEXAMPLES, "s", { namespace });
-      return (o.status as Status)?.created;
-    }, 15_000, "the create handler's result");
+    const created = await eventually(
+      async () => {
+        const o = await client.api.get(KOPFEXAMPLES, "s", { namespace });
+        return (o.status as Status)?.created;
+      },
+      15_000,
+      "the create handler's result",
+    );
     assert.match(String(created), /^TypeError: .*update or field parent handler/);
 
     await client.api.patch(KOPFEXAMPLES, "s", { spec: { size: 2 } }, { namespace });
-    const status = await eventually(async () => {
-      const o = await client.api.get(KOPFEXAMPLES, "s", { namespace });
-      const s = o.status as Status;
-      return s?.["updated/grew"] && s?.["updated/to2"] ? s : undefined;
-    }, 15_000, "the matching sub-handlers' results");
+    const status = await eventually(
+      async () => {
+        const o = await client.api.get(KOPFEXAMPLES, "s", { namespace });
+        const s = o.status as Status;
+        return s?.["updated/grew"] && s?.["updated/to2"] ? s : undefined;
+      },
+      15_000,
+      "the matching sub-handlers' results",
+    );
     assert.equal(status["updated/grew"], "1→2");
     assert.equal(status["updated/to2"], "to 2");
     assert.equal(status["updated/from5"], undefined, "old=5 does not match 1");
