@@ -44,8 +44,10 @@ const RESULTS = `${ROOT}/bench/results`;
 
 interface Config {
   readonly variant: "quick" | "full";
-  /** Objects in the create scenario (and the deletion scenario). */
+  /** Objects in the create scenario. */
   readonly createCount: number;
+  /** Objects created with a delete handler, then deleted (the finalizer scenarios). */
+  readonly deleteCount: number;
   /** Steady load: objects per second and seconds. */
   readonly steadyRate: number;
   readonly steadySeconds: number;
@@ -70,7 +72,8 @@ interface Config {
 
 const QUICK: Config = {
   variant: "quick",
-  createCount: 300,
+  createCount: 1_000,
+  deleteCount: 1_000,
   steadyRate: 100,
   steadySeconds: 7,
   updateObjects: 100,
@@ -91,7 +94,8 @@ const QUICK: Config = {
 const FULL: Config = {
   ...QUICK,
   variant: "full",
-  createCount: 1_000,
+  // The 10,000 variant of the create scenario; it also fills the namespace for idle and restart.
+  createCount: 10_000,
   steadySeconds: 20,
   backlogCount: 5_000,
   idleCount: 10_000,
@@ -674,7 +678,7 @@ class ContenderSession {
     const nsDel = await createTestNamespace(plane, `bench-${contender.id}-del`);
     const observerDel = new Observer(api, nsDel);
     await observerDel.start();
-    const delNames = names("del", config.createCount);
+    const delNames = names("del", config.deleteCount);
     try {
       this.spawn(nsDel, "c", true);
       await this.phase(
@@ -980,7 +984,8 @@ async function main(): Promise<number> {
   }
 }
 
-async function applyCrd(api: Api): Promise<void> {
+/** Installs crds/example.yaml (idempotent). */
+export async function applyCrd(api: Api): Promise<void> {
   const { parse } = await import("yaml");
   const crd = parse(await Deno.readTextFile(`${ROOT}/crds/example.yaml`));
   const { status, body } = await api.request(
@@ -1005,7 +1010,8 @@ async function warmUp(api: Api, plane: ControlPlane): Promise<void> {
   }
 }
 
-async function waitForCrd(api: Api): Promise<void> {
+/** Waits until the API server serves kopfexamples. */
+export async function waitForCrd(api: Api): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const { status } = await api.request(

@@ -1,0 +1,104 @@
+/**
+ * Diagnostic: the idle RSS of `kopf run` over N freshly handled objects under different process
+ * settings (V8 flags, allocator environment), one fresh namespace per variant, on one control
+ * plane. Not part of the main benchmark; it answers "where does the idle RSS come from, and can a
+ * flag take it down" (docs/performance.md, the RSS aim).
+ *
+ *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30] [--variant NAME=V8FLAGS|ENV=VAL ...]
+ *
+ * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+import { Api, Observer, pool } from "./lib/kube.ts";
+import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
+import { applyCrd, waitForCrd } from "./run.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
+interface Variant {
+  readonly name: string;
+  readonly v8Flags: string[];
+  readonly env: Record<string, string>;
+}
+
+/** `name=--flag1,--flag2;ENV=value`: V8 flags and environment of one variant. */
+function parseVariant(text: string): Variant {
+  const [name, rest = ""] = text.split("=", 2).length === 2
+    ? [text.slice(0, text.indexOf("=")), text.slice(text.indexOf("=") + 1)]
+    : [text, ""];
+  const v8Flags: string[] = [], env: Record<string, string> = {};
+  for (const part of rest.split(";").filter(Boolean)) {
+    if (part.startsWith("--")) v8Flags.push(...part.split(","));
+    else {
+      const [k, v = ""] = part.split(":");
+      env[k!] = v;
+    }
+  }
+  return { name: name!, v8Flags, env };
+}
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    count: { type: "string", default: "10000" },
+    idle: { type: "string", default: "30" },
+    variant: { type: "string", multiple: true },
+  },
+});
+const count = Number(values.count), idleS = Number(values.idle);
+const variants = (values.variant ?? ["default"]).map(parseVariant);
+
+const plane = await sharedControlPlane();
+const api = new Api(plane);
+const kubeconfig = plane.kubeconfigPath;
+await applyCrd(api);
+await waitForCrd(api);
+
+const results: Record<string, unknown>[] = [];
+for (const variant of variants) {
+  const ns = await createTestNamespace(plane, `rss-${variant.name}`);
+  const names = Array.from({ length: count }, (_, i) => `obj-${i}`);
+  await pool(names, 16, (name) => api.create(ns, name));
+  const observer = new Observer(api, ns);
+  await observer.start();
+  const args = [
+    "run",
+    "-A",
+    ...(variant.v8Flags.length ? [`--v8-flags=${variant.v8Flags.join(",")}`] : []),
+    "cli.ts",
+    "run",
+    "bench/handlers/kopf_ts.ts",
+    ...["-n", ns, "--standalone", "-q"],
+  ];
+  const t0 = Date.now();
+  const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
+    args,
+    cwd: ROOT,
+    env: { KUBECONFIG: kubeconfig, ...variant.env },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  await observer.waitUntil(() => observer.countHandled(names) === names.length, 300_000);
+  const handledS = (Date.now() - t0) / 1000;
+  const pids = () => processTree(child.pid);
+  const cpuS = cpuSeconds(pids());
+  const afterLoad = memoryMiB(pids(), "VmRSS");
+  const peak = memoryMiB(pids(), "VmHWM");
+  await new Promise((r) => setTimeout(r, idleS * 1000));
+  let idle = 0;
+  for (let i = 0; i < 20; i++) {
+    idle = Math.max(idle, memoryMiB(pids(), "VmRSS"));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill("SIGTERM");
+  await child.status;
+  await observer.stop();
+  await api.clear(ns);
+  const row = { variant: variant.name, handledS, cpuS, peak, afterLoad, idle };
+  console.log(JSON.stringify(row));
+  results.push(row);
+}
+console.table(results);
+Deno.exit(0);
