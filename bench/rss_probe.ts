@@ -45,6 +45,8 @@ const { values } = parseArgs({
     count: { type: "string", default: "10000" },
     idle: { type: "string", default: "30" },
     variant: { type: "string", multiple: true },
+    handlers: { type: "string", default: "bench/handlers/kopf_ts.ts" },
+    logs: { type: "string" },
   },
 });
 const count = Number(values.count), idleS = Number(values.idle);
@@ -69,17 +71,27 @@ for (const variant of variants) {
     ...(variant.v8Flags.length ? [`--v8-flags=${variant.v8Flags.join(",")}`] : []),
     "cli.ts",
     "run",
-    "bench/handlers/kopf_ts.ts",
-    ...["-n", ns, "--standalone", "-q"],
+    values.handlers,
+    ...["-n", ns, "--standalone", "-q", ...(values.logs ? ["--debug"] : [])],
   ];
   const t0 = Date.now();
   const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
     args,
     cwd: ROOT,
     env: { KUBECONFIG: kubeconfig, ...variant.env },
-    stdout: "null",
-    stderr: "null",
+    stdout: values.logs ? "piped" : "null",
+    stderr: values.logs ? "piped" : "null",
   }).spawn();
+  if (values.logs) {
+    const open = (suffix: string) =>
+      Deno.open(`${values.logs}/${variant.name}.${suffix}`, {
+        create: true,
+        write: true,
+        truncate: true,
+      });
+    void child.stdout.pipeTo((await open("out")).writable);
+    void child.stderr.pipeTo((await open("err")).writable);
+  }
   await observer.waitUntil(() => observer.countHandled(names) === names.length, 300_000);
   const handledS = (Date.now() - t0) / 1000;
   const pids = () => processTree(child.pid);

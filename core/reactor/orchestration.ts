@@ -25,6 +25,8 @@ import {
   type NamespacePattern,
 } from "../structs/namespaces.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
+import { sleep } from "../util/backoff.ts";
+import { releaseMemory } from "../util/memory.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import { type OperatorPause, pausable } from "../engines/peering.ts";
@@ -101,6 +103,9 @@ export class Orchestrator {
   #reported = new Set<string>();
   #pendingListings = new Set<string>();
   #activity = new Map<string, number>();
+  /** Processing cycles since the last idle garbage collection, and when the last one began. */
+  #cycles = 0;
+  #lastCycleAt = 0;
   #ready = false;
   #indexers: Indexers;
   #readiness = new IndexingReadiness();
@@ -185,11 +190,46 @@ export class Orchestrator {
         }),
       );
     }
+    if (settings.process.idleGcDelay !== null) tasks.push(this.#collectWhenIdle());
     this.#checkReady();
     await new Promise<void>((resolve) =>
       signal.addEventListener("abort", () => resolve(), { once: true })
     );
     await Promise.allSettled([...tasks, ...[...this.#streams.values()].map((s) => s.done)]);
+  }
+
+  /**
+   * One full garbage collection after each burst of processing, once the operator has idled for
+   * `settings.process.idleGcDelay` seconds with no worker running, and the C allocator's free
+   * pages returned (see core/util/memory.ts).
+   */
+  async #collectWhenIdle(): Promise<void> {
+    const { signal, settings, logger } = this.#deps;
+    while (!signal.aborted) {
+      const delayMs = (settings.process.idleGcDelay ?? 0) * 1000;
+      // Nothing processed since the last collection: check again a whole delay later (a cheap
+      // timer, not a busy loop); otherwise, when the delay after the last cycle is up.
+      const idleMs = performance.now() - this.#lastCycleAt;
+      const waitMs = this.#cycles === 0 ? delayMs : Math.max(delayMs - idleMs, 100);
+      try {
+        await sleep(waitMs, signal);
+      } catch {
+        return; // stopped
+      }
+      if (settings.process.idleGcDelay === null) return;
+      if (this.#cycles === 0 || performance.now() - this.#lastCycleAt < delayMs) continue;
+      if (this.stats().workers > 0) continue;
+      const cycles = this.#cycles;
+      this.#cycles = 0;
+      const t0 = performance.now();
+      const { collected, trimmed } = releaseMemory();
+      if (!collected && !trimmed) return; // the runtime offers no way: never try again
+      const ms = (performance.now() - t0).toFixed(0);
+      logger.debug(
+        `Collected garbage after ${cycles} cycles and ${delayMs / 1000}s idle ` +
+          `(${ms} ms${trimmed ? ", allocator trimmed" : ""})`,
+      );
+    }
   }
 
   async #resolve(): Promise<void> {
@@ -327,6 +367,8 @@ export class Orchestrator {
         // Paused by peering: cycles (retries, daemon wake-ups) wait for the resume.
         await this.#deps.paused?.resumed(signal);
         if (signal.aborted) throw signal.reason;
+        this.#cycles++;
+        this.#lastCycleAt = performance.now();
         return processEvent(deps, memory, event);
       },
       createMemory: (_body, wake) => ({

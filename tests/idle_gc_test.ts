@@ -1,0 +1,86 @@
+/**
+ * Idle garbage collection (settings.process.idleGcDelay): after a burst of processing, once the
+ * operator idles, one full collection gives the burst's memory back — once per burst, never as a
+ * periodic chore while idle, and not at all when disabled.
+ */
+
+import assert from "node:assert/strict";
+import { on } from "../core/api/on.ts";
+import { createSettings } from "../core/settings/settings.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  sleep,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
+import { startOperator } from "./_operator.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const COLLECTED = /^Collected garbage after \d+ cycles/;
+
+async function createHandled(namespace: string, names: readonly string[]): Promise<void> {
+  using client = await testClient();
+  for (const name of names) {
+    await client.api.create(KOPFEXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name },
+    }, { namespace });
+  }
+  for (const name of names) {
+    await eventually(async () =>
+      ((await client.api.get(KOPFEXAMPLES, name, { namespace })).status as { created?: boolean })
+        ?.created
+    );
+  }
+}
+
+Deno.test(
+  "an operator collects garbage once after each burst, not again while idle (idleGcDelay)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("idle-gc");
+    await using op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry }, function created() {
+        return true;
+      });
+    }, {
+      namespaces: [namespace],
+      settings: createSettings({ process: { idleGcDelay: 1 }, posting: { enabled: false } }),
+    });
+    await op.ready;
+    const collections = () => op.logs.filter((e) => COLLECTED.test(e.message)).length;
+
+    await createHandled(namespace, Array.from({ length: 20 }, (_, i) => `burst-a-${i}`));
+    await op.waitForLog(COLLECTED, 15_000);
+    await sleep(3_000); // three more delays of idling: no further collection
+    assert.equal(collections(), 1);
+
+    await createHandled(namespace, ["burst-b"]);
+    await eventually(() => collections() === 2 || undefined, 15_000, "a second collection");
+    await sleep(2_000);
+    assert.equal(collections(), 2);
+  },
+);
+
+Deno.test("no idle garbage collection when idleGcDelay is null", opts, async () => {
+  using client = await testClient();
+  await applyCrds(client, "crds/example.yaml");
+  const namespace = await testNamespace("idle-gc-off");
+  await using op = await startOperator((registry) => {
+    on.create("kopfexamples", { registry }, function created() {
+      return true;
+    });
+  }, {
+    namespaces: [namespace],
+    settings: createSettings({ process: { idleGcDelay: null }, posting: { enabled: false } }),
+  });
+  await op.ready;
+  await createHandled(namespace, ["only"]);
+  await sleep(3_000);
+  assert.equal(op.logs.filter((e) => COLLECTED.test(e.message)).length, 0);
+});
