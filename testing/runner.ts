@@ -37,6 +37,17 @@ export interface RunnerOptions {
   readonly kubeconfig?: string;
   /** How long `ready` may take before it rejects, in milliseconds. @default 60000 */
   readonly readyTimeoutMs?: number;
+  /**
+   * Whether {@link KopfRunner.stop} (and `await using`) rethrows the error that ended the
+   * operator, as Kopf's `reraise=True`; when false, it is only kept in `error`. @default true
+   */
+  readonly reraise?: boolean;
+  /**
+   * How long {@link KopfRunner.stop} waits for the operator to exit, in milliseconds, before it
+   * rejects (Kopf's `timeout`); the operator is then left to finish in the background.
+   * Default: no limit.
+   */
+  readonly stopTimeoutMs?: number;
 }
 
 /** An operator running in the test's process. */
@@ -46,6 +57,7 @@ export class KopfRunner implements AsyncDisposable {
   #done: Promise<void>;
   #exitCode: number | undefined;
   #error: unknown;
+  #options: RunnerOptions;
   /** Resolves when the operator is ready (every served resource listed once). */
   readonly ready: Promise<void>;
 
@@ -55,8 +67,10 @@ export class KopfRunner implements AsyncDisposable {
       write: (line: string) => void,
       onReady: () => void,
     ) => Promise<number>,
-    timeoutMs: number,
+    options: RunnerOptions,
   ) {
+    this.#options = options;
+    const timeoutMs = options.readyTimeoutMs ?? 60_000;
     let markReady!: () => void;
     let failReady!: (error: Error) => void;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -90,7 +104,7 @@ export class KopfRunner implements AsyncDisposable {
    * Starts `kopf run ARGS` in this process. Handler files are imported anew, into a fresh default
    * registry (restored after the runner stops), so several runners in one test file do not mix.
    * @param args Command-line arguments, starting with `run`.
-   * @param options Kubeconfig and readiness timeout.
+   * @param options Kubeconfig, timeouts and whether stopping rethrows the operator's error.
    * @returns The running operator.
    */
   static start(args: readonly string[], options: RunnerOptions = {}): KopfRunner {
@@ -108,14 +122,14 @@ export class KopfRunner implements AsyncDisposable {
       } finally {
         setDefaultRegistry(previous);
       }
-    }, options.readyTimeoutMs ?? 60_000);
+    }, options);
   }
 
   /**
    * Starts an operator from options (registry, settings, namespaces, client…) in this process.
    * Log messages are captured as lines (`[namespace/name] message`).
    * @param options As for `operator()`.
-   * @param runnerOptions Readiness timeout.
+   * @param runnerOptions Timeouts and whether stopping rethrows the operator's error.
    * @returns The running operator.
    */
   static fromOptions(
@@ -133,10 +147,13 @@ export class KopfRunner implements AsyncDisposable {
         signal,
         listeners: [...(options.listeners ?? []), listener],
       });
-      running.ready.then(onReady);
+      // start() also settles `ready` when the operator fails before it: that is not readiness.
+      let failed = false;
+      running.done.catch(() => (failed = true));
+      running.ready.then(() => failed || onReady());
       await running.done;
       return 0;
-    }, runnerOptions.readyTimeoutMs ?? 60_000);
+    }, runnerOptions);
   }
 
   /** Everything printed so far, one line per message. */
@@ -180,10 +197,26 @@ export class KopfRunner implements AsyncDisposable {
     }
   }
 
-  /** Stops the operator and waits for it to exit. */
+  /**
+   * Stops the operator and waits for it to exit.
+   * @throws {Error} the error that ended the operator (unless `reraise: false`), or a timeout
+   * error when it does not exit within `stopTimeoutMs`.
+   */
   async stop(): Promise<void> {
     this.#controller.abort(new Error("The test runner stopped the operator"));
-    await this.#done;
+    const limit = this.#options.stopTimeoutMs;
+    if (limit === undefined) await this.#done;
+    else {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const expired = new Promise<"expired">((resolve) => {
+        timer = setTimeout(() => resolve("expired"), limit);
+      });
+      const outcome = await Promise.race([this.#done, expired]).finally(() => clearTimeout(timer));
+      if (outcome === "expired") {
+        throw new Error(`The operator did not exit within ${limit} ms of the stop`);
+      }
+    }
+    if (this.#error !== undefined && (this.#options.reraise ?? true)) throw this.#error;
   }
 
   /** Stops the operator (for `await using`). */

@@ -113,3 +113,62 @@ Deno.test(
     assert.equal(line, `INFO [${namespace}/r2] hello from the registry`);
   },
 );
+
+Deno.test(
+  "KopfRunner rethrows the error that ended the operator on stop, unless reraise is false (TEST-01)",
+  opts,
+  async () => {
+    const failing = () => {
+      const registry = new OperatorRegistry();
+      on.login({ registry }, function nothing() {
+        return null; // no credentials: the operator fails with a LoginError
+      });
+      return registry;
+    };
+    const namespace = await createTestNamespace(plane, "runner3");
+    const reraising = KopfRunner.fromOptions({
+      registry: failing(),
+      namespaces: [namespace],
+      standalone: true,
+    });
+    await assert.rejects(reraising.ready, /exited before it was ready/);
+    await assert.rejects(reraising.stop(), { name: "LoginError" });
+
+    const quiet = KopfRunner.fromOptions({
+      registry: failing(),
+      namespaces: [namespace],
+      standalone: true,
+    }, { reraise: false });
+    await assert.rejects(quiet.ready);
+    await quiet.stop();
+    assert.equal((quiet.error as Error).name, "LoginError");
+    assert.equal(quiet.exitCode, 1);
+  },
+);
+
+Deno.test(
+  "KopfRunner.stop() gives up after stopTimeoutMs when the operator does not exit (TEST-01)",
+  opts,
+  async () => {
+    const namespace = await createTestNamespace(plane, "runner4");
+    const registry = new OperatorRegistry();
+    on.cleanup({ registry }, async function hang({ signal }) {
+      // Ends only when the grace period aborts it: the exit takes that long.
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    });
+    const runner = KopfRunner.fromOptions({
+      registry,
+      namespaces: [namespace],
+      client: new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] })),
+      standalone: true,
+    }, { stopTimeoutMs: 200 });
+    await runner.ready;
+    await assert.rejects(runner.stop(), /did not exit within 200 ms/);
+    assert.equal(runner.exitCode, undefined);
+    // It still exits by itself once the cleanup's grace period is over.
+    for (let i = 0; i < 200 && runner.exitCode === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(runner.exitCode, 0);
+  },
+);
