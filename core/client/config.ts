@@ -10,7 +10,6 @@
  */
 
 import { delimiter, dirname, join, resolve } from "node:path";
-import { parse } from "yaml";
 import { type ConnectionInfo, type Credentials, NO_CREDENTIALS } from "./connection.ts";
 import {
   base64,
@@ -234,7 +233,10 @@ async function readKubeconfigs(
     const text = await readOptional(path, readFile, `Cannot read kubeconfig ${path}`);
     if (text === undefined) continue;
     merged.files.push(path);
-    mergeInto(merged, path, parseKubeconfig(path, text));
+    // Loaded on first use: an operator in a cluster (service account) never needs YAML, and the
+    // parser is about 9 MiB of the process's resident memory.
+    const { parse } = await import("yaml");
+    mergeInto(merged, path, parseKubeconfig(path, text, parse));
   }
   if (merged.files.length) return merged;
   if (origin === "default") {
@@ -253,7 +255,11 @@ function broken(file: string, problem: string): ConfigError {
 }
 
 /** Parses one file into its top-level mapping (an empty file is an empty kubeconfig). */
-function parseKubeconfig(path: string, text: string): Record<string, unknown> {
+function parseKubeconfig(
+  path: string,
+  text: string,
+  parse: (text: string) => unknown,
+): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = parse(text);
