@@ -5,6 +5,7 @@
  * flag take it down" (docs/performance.md, the RSS aim).
  *
  *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30] [--variant NAME=V8FLAGS|ENV=VAL ...]
+ *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...]
  *
  * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
  * @module
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     variant: { type: "string", multiple: true },
     handlers: { type: "string", default: "bench/handlers/kopf_ts.ts" },
     logs: { type: "string" },
+    "deno-flag": { type: "string", multiple: true },
   },
 });
 const count = Number(values.count), idleS = Number(values.idle);
@@ -69,6 +71,7 @@ for (const variant of variants) {
     "run",
     "-A",
     ...(variant.v8Flags.length ? [`--v8-flags=${variant.v8Flags.join(",")}`] : []),
+    ...(values["deno-flag"] ?? []),
     "cli.ts",
     "run",
     values.handlers,
