@@ -7,6 +7,9 @@ import assert from "node:assert/strict";
 import { KubeClient } from "../core/client/client.ts";
 import { NO_CREDENTIALS } from "../core/client/connection.ts";
 import { ApiError } from "../core/client/errors.ts";
+import { Logger } from "../core/actions/loggers.ts";
+import { httpOptions } from "../core/reactor/running.ts";
+import { createSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { CONFIGMAPS, testNamespace } from "./_support.ts";
 
@@ -128,3 +131,29 @@ Deno.test("request timeouts abort hung requests", opts, async () => {
     stop.abort();
   }
 });
+
+Deno.test(
+  "settings.networking.errorBackoffs is the retry schedule; an empty one disables retries (CFG-102)",
+  opts,
+  async () => {
+    const namespace = await testNamespace("retry-schedule");
+    const traffic = new Logger(["test"]);
+    // 50 ms, then 300 ms, then 100 ms: a growing backoff could not produce the shorter third gap.
+    const settings = createSettings({ networking: { errorBackoffs: [0.05, 0.3, 0.1] } });
+    await using proxy = await faultProxy([{ status: 503 }, { status: 503 }, { status: 503 }]);
+    using client = proxy.client(httpOptions(settings, traffic));
+    await client.api.list(CONFIGMAPS, { namespace });
+    assert.equal(client.counters.count({ code: 503 }), 3);
+    const gaps = proxy.arrivals.slice(1).map((t, i) => t - proxy.arrivals[i]!);
+    assert.ok(gaps[0]! >= 35 && gaps[0]! < 250, `gaps ${gaps}`);
+    assert.ok(gaps[1]! >= 230, `gaps ${gaps}`);
+    assert.ok(gaps[2]! >= 75 && gaps[2]! < gaps[1]!, `gaps ${gaps}`);
+
+    const none = createSettings({ networking: { errorBackoffs: [] } });
+    await using proxy2 = await faultProxy([{ status: 503 }]);
+    using client2 = proxy2.client(httpOptions(none, traffic));
+    const error = await client2.api.list(CONFIGMAPS, { namespace }).catch((e) => e);
+    assert.ok(error instanceof ApiError && error.code === 503);
+    assert.equal(client2.counters.count(), 1);
+  },
+);

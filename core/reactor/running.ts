@@ -12,6 +12,7 @@ import { getDefaultLifecycle, type Lifecycle } from "../actions/lifecycles.ts";
 import { Logger, type LogListener } from "../actions/loggers.ts";
 import { KubeClient } from "../client/client.ts";
 import { ApiError, TransportError } from "../client/errors.ts";
+import type { HttpClientOptions } from "../client/http.ts";
 import { autoConfigure } from "../client/config.ts";
 import type { ConnectionInfo, Credentials } from "../client/connection.ts";
 import { LoginError, Vault, type VaultItem } from "../client/vault.ts";
@@ -269,6 +270,30 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
   }
 }
 
+/**
+ * The HTTP client's options from the operator's settings: timeouts, the retry schedule of
+ * `settings.networking.errorBackoffs` (its length is the number of retries), the rate limit, and
+ * API traffic logged at debug level (shown with `--debug` only).
+ * @param settings The operator's settings.
+ * @param traffic Where each answer is logged at debug level.
+ * @returns Options for `KubeClient`/`HttpClient`.
+ */
+export function httpOptions(settings: OperatorSettings, traffic: Logger): HttpClientOptions {
+  return {
+    timeoutMs: settings.networking.requestTimeout * 1000,
+    // Watches fall back from their own connect timeout to this one, then to timeoutMs.
+    ...(settings.networking.connectTimeout === null
+      ? {}
+      : { connectTimeoutMs: settings.networking.connectTimeout * 1000 }),
+    retries: settings.networking.errorBackoffs.length,
+    backoff: { delaysMs: settings.networking.errorBackoffs.map((s) => s * 1000), jitter: 0.2 },
+    qps: settings.networking.qps,
+    burst: settings.networking.burst,
+    onResponse: (r) =>
+      traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
+  };
+}
+
 /** Connects with the login handlers' credentials, or the kubeconfig / in-cluster account. */
 async function connect(
   options: OperatorOptions,
@@ -279,21 +304,7 @@ async function connect(
   signal: AbortSignal,
   onLoginFailure: (error: LoginError) => void,
 ): Promise<KubeClient> {
-  const http = {
-    timeoutMs: settings.networking.requestTimeout * 1000,
-    // Watches fall back from their own connect timeout to this one, then to timeoutMs.
-    ...(settings.networking.connectTimeout === null
-      ? {}
-      : { connectTimeoutMs: settings.networking.connectTimeout * 1000 }),
-    retries: settings.networking.errorBackoffs.length,
-    backoff: { delaysMs: settings.networking.errorBackoffs.map((s) => s * 1000), jitter: 0.2 },
-    qps: settings.networking.qps,
-    burst: settings.networking.burst,
-    // API traffic is logged at debug level under kopf.client (shown with --debug only).
-    onResponse: (r: { method: string; path: string; code: number; ms: number }) =>
-      traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
-  };
-  const traffic = logger.child(["kopf", "client"]);
+  const http = httpOptions(settings, logger.child(["kopf", "client"]));
   const handlers = registry.activities("login");
   if (handlers.length === 0) {
     // Kopf logs in with the kubeconfig / in-cluster account through a built-in login handler,
