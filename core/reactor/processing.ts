@@ -193,6 +193,10 @@ export async function processEvent(
   }
 
   const cause = detect();
+  // Old Kopf's debug line for a newly created object; the body is serialised only when shown.
+  if (cause.reason === "create" && logger.isEnabledFor("debug")) {
+    logger.debug(`First appearance: ${JSON.stringify(body)}`);
+  }
   if (cause.reason === "noop" || cause.reason === "free" || cause.reason === "gone") {
     memory.handledOnce = true;
     return await finish(deps, body, patch, undefined);
