@@ -188,6 +188,7 @@ export {
   type ReadFileFn,
 } from "./core/client/config.ts";
 export type { ConnectionInfo, Credentials } from "./core/client/connection.ts";
+export { type ConnectionFields, connectionInfo } from "./core/client/connection_fields.ts";
 export { LoginError } from "./core/client/vault.ts";
 export {
   ApiError,

@@ -8,6 +8,7 @@ import { on } from "../core/api/on.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import type { ConnectionInfo } from "../core/client/connection.ts";
+import { connectionInfo } from "../core/client/connection_fields.ts";
 import { PermanentError } from "../core/actions/execution.ts";
 import { ActivityError } from "../core/engines/activities.ts";
 import { LoginError } from "../core/client/vault.ts";
@@ -346,5 +347,60 @@ Deno.test(
     assert.ok(error instanceof LoginError, String(error));
     assert.match(error.message, /No valid credentials/);
     assert.equal(logins, 2, "one re-login; the same rejected token is not retried");
+  },
+);
+
+Deno.test(
+  "login handlers may return Kopf's flat ConnectionInfo fields: token with caData, or a client certificate via connectionInfo() (AUTH-03)",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const dir = await Deno.makeTempDir();
+    await Deno.writeTextFile(`${dir}/ca.crt`, plane.caPem);
+    const forms: Record<string, () => unknown> = {
+      // The plain object, as a Kopf user would write ConnectionInfo(server=…, ca_data=…, token=…).
+      token: () => ({ server: plane.server, caData: btoa(plane.caPem), token: plane.adminToken }),
+      certificate: () =>
+        connectionInfo({
+          server: plane.server,
+          caPath: `${dir}/ca.crt`,
+          certificateData: btoa(plane.adminCertPem),
+          privateKeyData: plane.adminKeyPem,
+        }),
+    };
+    try {
+      for (const [form, login] of Object.entries(forms)) {
+        const namespace = await testNamespace(`flat-${form}`);
+        const registry = new OperatorRegistry();
+        const seen: string[] = [];
+        on.login({ registry }, function flat() {
+          return login();
+        });
+        on.event("configmaps", { registry }, function spy({ name }) {
+          if (name) seen.push(name);
+        });
+        const controller = new AbortController();
+        let ready = false;
+        const running = operator({
+          registry,
+          namespaces: [namespace],
+          standalone: true,
+          settings: createSettings(),
+          signal: controller.signal,
+          onReady: () => (ready = true),
+        });
+        try {
+          await eventually(() => ready, 15_000, `the operator (${form}) to be ready`);
+          using client = new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+          await client.api.create(CONFIGMAPS, { metadata: { name: "seen" } }, { namespace });
+          await eventually(() => seen.includes("seen"), 15_000, `the operator (${form}) sees it`);
+        } finally {
+          controller.abort();
+          await running;
+        }
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 );

@@ -16,6 +16,11 @@ import type { HttpClientOptions } from "../client/http.ts";
 import { autoConfigure } from "../client/config.ts";
 import type { ConnectionInfo, Credentials } from "../client/connection.ts";
 import { LoginError, Vault, type VaultItem } from "../client/vault.ts";
+import {
+  type ConnectionFields,
+  connectionInfo,
+  isConnectionFields,
+} from "../client/connection_fields.ts";
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
@@ -350,7 +355,9 @@ async function connect(
     for (const [id, result] of results) {
       const infos = Array.isArray(result) ? result : [result];
       infos.forEach((info: unknown, i) => {
-        if (isConnectionInfo(info)) items.push({ key: infos.length > 1 ? `${id}#${i}` : id, info });
+        const key = infos.length > 1 ? `${id}#${i}` : id;
+        if (isConnectionInfo(info)) items.push({ key, info });
+        else if (isConnectionFields(info)) items.push({ key, info: fromFields(info, key) });
       });
     }
     if (items.length) logger.info(`${what} has finished.`);
@@ -369,6 +376,20 @@ async function connect(
   });
   // The server and TLS are those of the first login; the vault varies the credentials.
   return new KubeClient({ ...first, credentials: vault }, http);
+}
+
+/** Kopf's flat fields (`{ server, token, caData, … }`) as connection info. */
+function fromFields(fields: ConnectionFields, key: string): ConnectionInfo {
+  try {
+    return { ...connectionInfo(fields), source: `login handler '${key}'` };
+  } catch (error) {
+    throw new LoginError(
+      `Login handler '${key}' returned unusable connection info: ${firstLine(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 function isConnectionInfo(value: unknown): value is ConnectionInfo {
