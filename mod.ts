@@ -215,7 +215,11 @@ export {
   timer,
   type TimerOptions,
 } from "./core/api/spawning.ts";
-export type { SpawnedContext, StoppingReason } from "./core/engines/daemons.ts";
+export {
+  DaemonStoppingReason,
+  type SpawnedContext,
+  type StoppingReason,
+} from "./core/engines/daemons.ts";
 export { index, type Indexing, type IndexOptions } from "./core/api/indexing.ts";
 export { Index, Store } from "./core/engines/indexing.ts";
 export type { IndexView } from "./core/intents/contexts.ts";

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { daemon, timer } from "../core/api/spawning.ts";
 import { createSettings } from "../core/settings/settings.ts";
+import { DaemonStoppingReason } from "../mod.ts";
 import {
   applyCrds,
   eventually,
@@ -187,5 +188,70 @@ Deno.test(
       `no bookkeeping left: ${JSON.stringify(op.stats())}`,
     );
     await eventually(() => op.stats().workers === 0, 5_000, "workers idle-exited");
+  },
+);
+
+Deno.test(
+  "a stopping daemon collects DaemonStoppingReason flags: signalled, cancelled, abandoned, done (HK-DMN-20)",
+  opts,
+  async () => {
+    assert.deepEqual(Object.keys(DaemonStoppingReason), [
+      "DONE",
+      "FILTERS_MISMATCH",
+      "RESOURCE_DELETED",
+      "OPERATOR_PAUSING",
+      "OPERATOR_EXITING",
+      "DAEMON_SIGNALLED",
+      "DAEMON_CANCELLED",
+      "DAEMON_ABANDONED",
+    ]);
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("daemon-reasons");
+    const reasons: Record<string, ReadonlySet<DaemonStoppingReason>> = {};
+    await using op = await startOperator((registry) => {
+      // Exits as soon as it is told to stop.
+      daemon("kopfexamples", { registry }, async function polite({ stopped, stoppingReasons }) {
+        reasons.polite = stoppingReasons;
+        await new Promise((resolve) => stopped.addEventListener("abort", resolve));
+      });
+      // Ignores `stopped`; exits only when cancelled after the backoff.
+      daemon(
+        "kopfexamples",
+        { registry, cancellationBackoff: 0.3, cancellationTimeout: 10 },
+        async function stubborn({ signal, stoppingReasons }) {
+          reasons.stubborn = stoppingReasons;
+          await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        },
+      );
+      // Ignores everything: abandoned.
+      daemon(
+        "kopfexamples",
+        { registry, cancellationTimeout: 0.3 },
+        async function hung({ stoppingReasons }) {
+          reasons.hung = stoppingReasons;
+          await new Promise(() => {});
+        },
+      );
+    }, { namespaces: [namespace] });
+    await op.ready;
+    await client.api.create(KOPFEXAMPLES, kex("r1"), { namespace });
+    await eventually(() => Object.keys(reasons).length === 3, 15_000, "all daemons to run");
+    for (const set of Object.values(reasons)) assert.equal(set.size, 0, "no reasons while running");
+    await client.api.delete(KOPFEXAMPLES, "r1", { namespace });
+    await op.waitForLog(/'hung' did not exit in time/);
+    await eventually(() => reasons.stubborn!.has("done"), 15_000, "the stubborn daemon to exit");
+    assert.deepEqual([...reasons.polite!], ["resource-deleted", "done"]);
+    assert.deepEqual([...reasons.stubborn!], [
+      DaemonStoppingReason.RESOURCE_DELETED,
+      DaemonStoppingReason.DAEMON_SIGNALLED,
+      DaemonStoppingReason.DAEMON_CANCELLED,
+      DaemonStoppingReason.DONE,
+    ]);
+    assert.deepEqual([...reasons.hung!], [
+      "resource-deleted",
+      "daemon-cancelled",
+      "daemon-abandoned",
+    ]);
   },
 );

@@ -29,7 +29,34 @@ import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import { sleep } from "../util/backoff.ts";
 
-/** Why a daemon or timer is being stopped (Kopf's DaemonStoppingReason). */
+/**
+ * Why a daemon or timer is stopping, and how far its stop went (Kopf's `DaemonStoppingReason`
+ * flags). A task collects several in its context's `stoppingReasons`, e.g. `resource-deleted`,
+ * then `daemon-signalled`, `daemon-cancelled`, `daemon-abandoned` as the stop proceeds.
+ */
+export const DaemonStoppingReason = {
+  /** The task has exited (set after every exit, whatever the cause). */
+  DONE: "done",
+  /** The object no longer matches the handler's filters. */
+  FILTERS_MISMATCH: "filters-mismatch",
+  /** The object is being deleted or is gone. */
+  RESOURCE_DELETED: "resource-deleted",
+  /** Peering paused the operator. */
+  OPERATOR_PAUSING: "operator-pausing",
+  /** The operator is exiting. */
+  OPERATOR_EXITING: "operator-exiting",
+  /** The task did not exit at once and gets `cancellationBackoff` seconds to exit by itself. */
+  DAEMON_SIGNALLED: "daemon-signalled",
+  /** The handler's `signal` was aborted (after the backoff, or at operator exit). */
+  DAEMON_CANCELLED: "daemon-cancelled",
+  /** The task did not exit in time and was left running. */
+  DAEMON_ABANDONED: "daemon-abandoned",
+} as const;
+
+/** One of the {@link DaemonStoppingReason} values. */
+export type DaemonStoppingReason = typeof DaemonStoppingReason[keyof typeof DaemonStoppingReason];
+
+/** The first reason of a stop, as `stopped.reason` carries it. */
 export type StoppingReason =
   | "done"
   | "filters-mismatch"
@@ -41,6 +68,12 @@ export type StoppingReason =
 export interface SpawnedContext extends ResourceContext {
   /** Aborted when the task should stop (its reason tells why); poll it or await it. */
   readonly stopped: AbortSignal;
+  /**
+   * Every {@link DaemonStoppingReason} of the stop so far, in order (empty while running): the
+   * first is `stopped.reason`; `daemon-signalled`, `daemon-cancelled`, `daemon-abandoned` and
+   * `done` are added as the stop proceeds. A live view.
+   */
+  readonly stoppingReasons: ReadonlySet<DaemonStoppingReason>;
   /**
    * Sleeps for `seconds` or until stopped; resolves `true` if stopped.
    *
@@ -62,6 +95,7 @@ interface Task {
   readonly stopper: AbortController;
   readonly canceller: AbortController;
   readonly done: Promise<void>;
+  readonly reasons: Set<DaemonStoppingReason>;
   stopping: boolean;
   abandoned: boolean;
 }
@@ -154,10 +188,24 @@ export class Spawner {
   async stopAll(graceSeconds: number): Promise<void> {
     for (const task of this.#tasks.values()) {
       if (!task.stopping) this.#stop(task, "operator-exiting");
+      task.reasons.add(DaemonStoppingReason.DAEMON_CANCELLED);
       task.canceller.abort(new Error("The operator is exiting"));
     }
-    const all = Promise.allSettled([...this.#tasks.values()].map((t) => t.done));
-    await Promise.race([all, sleep(graceSeconds * 1000)]);
+    const tasks = [...this.#tasks.values()];
+    const all = Promise.allSettled(tasks.map((t) => t.done));
+    const timeout = new AbortController();
+    const finished = await Promise.race([
+      all.then(() => true),
+      sleep(graceSeconds * 1000, timeout.signal).then(() => false, () => true),
+    ]);
+    timeout.abort();
+    if (finished) return;
+    for (const task of tasks) {
+      if (this.#tasks.get(task.handler.id) === task) {
+        task.abandoned = true;
+        task.reasons.add(DaemonStoppingReason.DAEMON_ABANDONED);
+      }
+    }
   }
 
   /** Whether any handler matches the object now (so the finalizer is wanted). */
@@ -178,6 +226,7 @@ export class Spawner {
       canceller,
       stopping: false,
       abandoned: false,
+      reasons: new Set(),
       done: Promise.resolve(),
     };
     this.#tasks.set(handler.id, task);
@@ -185,6 +234,9 @@ export class Spawner {
     (task as { done: Promise<void> }).done = run.catch((error) => {
       this.#deps.logger.exception(`${handler.spawn} '${handler.id}' crashed unexpectedly`, error);
     }).finally(() => {
+      // As in Kopf, every exit ends with DONE, so that anything still waiting on `stopped` ends.
+      task.reasons.add(DaemonStoppingReason.DONE);
+      if (!stopper.signal.aborted) stopper.abort(DaemonStoppingReason.DONE);
       if (this.#tasks.get(handler.id) === task) this.#tasks.delete(handler.id);
       this.#deps.wake();
     });
@@ -192,6 +244,7 @@ export class Spawner {
 
   #stop(task: Task, reason: StoppingReason): void {
     task.stopping = true;
+    task.reasons.add(reason);
     task.stopper.abort(reason);
     const { handler } = task;
     const settings = this.#deps.settings;
@@ -206,11 +259,18 @@ export class Spawner {
           exited,
           sleep(seconds * 1000, exitedSignal.signal).then(() => false, () => true),
         ]);
-      if (handler.cancellationBackoff && await waitFor(handler.cancellationBackoff)) return;
+      if (handler.cancellationBackoff) {
+        if (await waitFor(0)) return; // exited at once: no need to signal
+        // At operator exit the task is already cancelled: it is not waited for gracefully.
+        if (!task.canceller.signal.aborted) task.reasons.add(DaemonStoppingReason.DAEMON_SIGNALLED);
+        if (await waitFor(handler.cancellationBackoff)) return;
+      }
       if (handler.cancellationTimeout !== undefined) {
+        task.reasons.add(DaemonStoppingReason.DAEMON_CANCELLED);
         task.canceller.abort(new Error(`The ${handler.spawn} is cancelled (${reason})`));
         if (await waitFor(handler.cancellationTimeout)) return;
         task.abandoned = true;
+        task.reasons.add(DaemonStoppingReason.DAEMON_ABANDONED);
         this.#deps.logger.warning(
           `${handler.spawn} '${handler.id}' did not exit in time (${reason}); abandoning it and releasing the object`,
         );
@@ -249,6 +309,7 @@ export class Spawner {
       labels: { value: liveView(() => latest().metadata?.labels), enumerable: true },
       annotations: { value: liveView(() => latest().metadata?.annotations), enumerable: true },
       stopped: { value: stopped, enumerable: true },
+      stoppingReasons: { value: task.reasons, enumerable: true },
       sleep: { value: (seconds: number) => sleepUnlessStopped(seconds, stopped), enumerable: true },
       retry: { value: retry, enumerable: true },
       started: { value: started, enumerable: true },
