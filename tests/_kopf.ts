@@ -9,7 +9,7 @@
  */
 
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { captureLines, eventually } from "./_support.ts";
+import { captureLines, eventually, terminate } from "./_support.ts";
 
 /** The Python Kopf installation, or why there is none. */
 export type PythonKopfAvailability =
@@ -109,20 +109,7 @@ export async function runPythonKopf(
   }).spawn();
   const { lines, exited } = captureLines(child);
   let stopping: Promise<number> | undefined;
-  const stop = () =>
-    stopping ??= (async () => {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already exited */ }
-      const timer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* already exited */ }
-      }, 15_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    })();
+  const stop = () => stopping ??= terminate(child, exited);
   return {
     lines,
     exited,

@@ -14,7 +14,7 @@ import { operator, type OperatorOptions } from "../core/reactor/running.ts";
 import type { OperatorStats } from "../core/reactor/orchestration.ts";
 import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { captureLines, eventually } from "./_support.ts";
+import { captureLines, eventually, terminate } from "./_support.ts";
 
 /** An operator running in this process. */
 export interface InProcessOperator extends AsyncDisposable {
@@ -125,19 +125,7 @@ export async function spawnDeno(
     stdin: "null",
   }).spawn();
   const { lines, exited } = captureLines(child);
-  const stop = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already exited */ }
-    const timer = setTimeout(() => {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* already exited */ }
-    }, 15_000);
-    const code = await exited;
-    clearTimeout(timer);
-    return code;
-  };
+  const stop = () => terminate(child, exited);
   return {
     lines,
     exited,

@@ -235,3 +235,30 @@ export function captureLines(
   });
   return { lines, exited };
 }
+
+/**
+ * Stops a spawned process: SIGTERM, then SIGKILL if it has not exited after `graceMs`.
+ * @param child The process.
+ * @param exited Its exit code, resolved once its output was read (see {@link captureLines}).
+ * @param graceMs How long SIGTERM may take.
+ * @returns The exit code.
+ */
+export async function terminate(
+  child: Deno.ChildProcess,
+  exited: Promise<number>,
+  graceMs = 15_000,
+): Promise<number> {
+  try {
+    child.kill("SIGTERM");
+  } catch { /* already exited */ }
+  const timer = setTimeout(() => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already exited */ }
+  }, graceMs);
+  try {
+    return await exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
