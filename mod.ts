@@ -61,6 +61,7 @@ export {
 export type {
   ChangingContext,
   EventContext,
+  ExecuteOptions,
   Memo,
   ResourceContext,
   SubhandlerOptions,

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission.ts";
@@ -12,7 +13,8 @@ import type { Annotations, KubeObject, Labels, ObjectMeta } from "../structs/obj
 import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
-import type { Reason } from "./handlers.ts";
+import type { ChangingHandler, Reason } from "./handlers.ts";
+import type { OperatorRegistry } from "./registries.ts";
 
 /** A read-only view of one in-memory index (see the `index` handlers). */
 export interface IndexView {
@@ -115,14 +117,20 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
   /**
    * Runs sub-handlers as part of this handler: each is tracked, retried and persisted on its own
    * (ids `parent/child`); this handler is re-invoked until all of them are finished.
-   * Without arguments, runs the ones declared with {@link ChangingContext.subhandler}.
+   * Without `fns`, `handlers` or `registry`, runs the ones declared with
+   * {@link ChangingContext.subhandler}.
    *
-   * @param fns Sub-handlers by id; omitted: the declared ones.
+   * @param fns Sub-handlers by id, or a list of functions (ids: their names).
+   * @param options Handler records or a registry instead of `fns`, and the lifecycle.
    * @returns Resolves when this cycle's sub-handlers ran.
+   * @throws {TypeError} when more than one of `fns`, `handlers`, `registry` is given.
    * @throws An internal retry signal while sub-handlers are unfinished (let it propagate).
    */
   execute(
-    fns?: Readonly<Record<string, (context: ChangingContext<Spec, Status>) => unknown>>,
+    fns?:
+      | Readonly<Record<string, (context: ChangingContext<Spec, Status>) => unknown>>
+      | readonly ((context: ChangingContext<Spec, Status>) => unknown)[],
+    options?: ExecuteOptions,
   ): Promise<void>;
   /**
    * Declares a sub-handler (run after this handler returns, or by `execute()`).
@@ -161,6 +169,24 @@ export interface AdmissionContext<Spec = Record<string, unknown>, Status = Recor
   readonly new: KubeObject | undefined;
   /** The changes from `old` to `new`. */
   readonly diff: Diff;
+}
+
+/** What else `execute()` runs, and how (Kopf's `handlers=`, `registry=`, `lifecycle=`). */
+export interface ExecuteOptions {
+  /**
+   * Handler records to run as sub-handlers (e.g. `registry.handlersFor(resource).changing`).
+   * As in Kopf, they are matched to the cause like top-level handlers (reason, field, filters);
+   * their ids get the parent's prefix (`parent/<id>`).
+   */
+  readonly handlers?: readonly ChangingHandler[];
+  /**
+   * A registry whose resource-changing handlers for this resource run as sub-handlers, matched
+   * like `handlers` (the parent's own function is left out). Register into it with
+   * `on.create(…, { registry })` etc.
+   */
+  readonly registry?: OperatorRegistry;
+  /** Which due sub-handlers run in each cycle (also for theirs). @default the operator's */
+  readonly lifecycle?: Lifecycle;
 }
 
 /** Options of sub-handlers. */

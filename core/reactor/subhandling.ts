@@ -17,11 +17,20 @@ import {
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { HandlerProgress, ProgressState } from "../actions/progression.ts";
 import type { ChangingCause } from "../intents/causes.ts";
-import type { ChangingContext, ResourceContext, SubhandlerOptions } from "../intents/contexts.ts";
+import type {
+  ChangingContext,
+  ExecuteOptions,
+  ResourceContext,
+  SubhandlerOptions,
+} from "../intents/contexts.ts";
 import { type ChangingHandler, defaultHandlerId, type Reason } from "../intents/handlers.ts";
 import { reduce } from "../structs/diffs.ts";
 import { parseField, resolve } from "../structs/dicts.ts";
-import { changingFilterContext, matchesChangingFilters } from "../intents/registries.ts";
+import {
+  changingFilterContext,
+  matchChangingHandlers,
+  matchesChangingFilters,
+} from "../intents/registries.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 
 /** Where sub-handlers of the running handler are tracked. */
@@ -57,27 +66,26 @@ export async function invokeChanging(
   inputs: ChangingInputs,
   scope: SubhandlerScope,
 ): Promise<unknown> {
-  const declared: Array<{ id: string; fn: ChangingHandler["fn"]; options: SubhandlerOptions }> = [];
+  const declared: ChangingHandler[] = [];
   let executed = false;
   const context: ChangingContext = buildContext(handler, inputs, {
-    execute: async (fns) => {
-      executed = true;
-      const children = fns
-        ? Object.entries(fns).map(([id, fn]) => ({
-          id,
-          fn: fn as ChangingHandler["fn"],
-          options: {},
-        }))
-        : declared.splice(0);
-      await runChildren(handler, inputs, scope, children);
+    execute: async (fns, options = {}) => {
+      const sources = [fns, options.handlers, options.registry].filter((x) => x !== undefined);
+      if (sources.length > 1) {
+        throw new TypeError("execute() takes only one of fns, handlers and registry");
+      }
+      const children = fns !== undefined
+        ? functionChildren(handler, fns)
+        : options.handlers !== undefined || options.registry !== undefined
+        ? recordChildren(handler, inputs, options)
+        : (executed = true, declared.splice(0));
+      const lifecycle = options.lifecycle ?? scope.lifecycle;
+      await runChildren(handler, inputs, { ...scope, lifecycle }, children);
     },
     subhandler: (fn, options = {}) => {
       validateSubhandler(handler, options);
-      declared.push({
-        id: options.id ?? defaultHandlerId(fn as ChangingHandler["fn"]),
-        fn: fn as ChangingHandler["fn"],
-        options,
-      });
+      const id = options.id ?? defaultHandlerId(fn as ChangingHandler["fn"]);
+      declared.push(subhandlerRecord(handler, id, fn as ChangingHandler["fn"], options));
     },
   });
   const result = await (handler.fn as (c: ChangingContext) => unknown)(context);
@@ -85,6 +93,40 @@ export async function invokeChanging(
     await runChildren(handler, inputs, scope, declared.splice(0));
   }
   return result;
+}
+
+type SubFn = (context: ChangingContext) => unknown;
+
+/** `execute({ id: fn })` or `execute([fn, …])`: plain functions, no options. */
+function functionChildren(
+  parent: ChangingHandler,
+  fns: Readonly<Record<string, SubFn>> | readonly SubFn[],
+): ChangingHandler[] {
+  const entries: Array<[string, SubFn]> = Array.isArray(fns)
+    ? (fns as readonly SubFn[]).map((fn) => [defaultHandlerId(fn as ChangingHandler["fn"]), fn])
+    : Object.entries(fns as Readonly<Record<string, SubFn>>);
+  return entries.map(([id, fn]) => subhandlerRecord(parent, id, fn as ChangingHandler["fn"], {}));
+}
+
+/**
+ * `execute(undefined, { handlers })` or `{ registry }`: complete handler records, matched to the
+ * cause like top-level handlers (as Kopf's sub-registries are), renamed under the parent.
+ */
+function recordChildren(
+  parent: ChangingHandler,
+  inputs: ChangingInputs,
+  options: ExecuteOptions,
+): ChangingHandler[] {
+  const all = options.handlers ??
+    options.registry!.handlersFor(inputs.resource).changing.filter((h) => h.fn !== parent.fn);
+  const { cause, progress: _progress, reason: _reason, ...base } = inputs;
+  const matching = matchChangingHandlers(
+    all,
+    cause,
+    inputs.body,
+    (h) => changingFilterContext({ ...base, param: h.param }, cause, h),
+  );
+  return matching.map((h) => ({ ...h, id: `${parent.id}/${h.id}`, requiresFinalizer: false }));
 }
 
 /** Kopf's rules for sub-handler filters, checked when the sub-handler is declared. */
@@ -131,40 +173,45 @@ function buildContext(
   };
 }
 
+/** The handler record of a function sub-handler (declared, or given to `execute()`). */
+function subhandlerRecord(
+  parent: ChangingHandler,
+  id: string,
+  fn: ChangingHandler["fn"],
+  options: SubhandlerOptions,
+): ChangingHandler {
+  const spec = options.field;
+  const field = spec === undefined || spec === null ? undefined : parseField(spec);
+  return {
+    kind: "changing",
+    id: `${parent.id}/${id}`,
+    fn,
+    param: options.param,
+    reason: parent.reason,
+    fieldMustChange: field !== undefined && changesFields(parent),
+    requiresFinalizer: false,
+    errors: options.errors ?? ErrorsMode.TEMPORARY,
+    timeout: options.timeout,
+    retries: options.retries,
+    backoff: options.backoff,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as ChangingHandler["when"],
+    field,
+    value: options.value,
+    old: options.old,
+    new: options.new,
+  };
+}
+
 async function runChildren(
   parent: ChangingHandler,
   inputs: ChangingInputs,
   scope: SubhandlerScope,
-  children: Array<{ id: string; fn: ChangingHandler["fn"]; options: SubhandlerOptions }>,
+  records: readonly ChangingHandler[],
 ): Promise<void> {
   const { state } = scope;
-  const records = children.map((child) => {
-    const id = `${parent.id}/${child.id}`;
-    const spec = child.options.field;
-    const field = spec === undefined || spec === null ? undefined : parseField(spec);
-    const handler: ChangingHandler = {
-      kind: "changing",
-      id,
-      fn: child.fn,
-      param: child.options.param,
-      reason: parent.reason,
-      fieldMustChange: field !== undefined && changesFields(parent),
-      requiresFinalizer: false,
-      errors: child.options.errors ?? ErrorsMode.TEMPORARY,
-      timeout: child.options.timeout,
-      retries: child.options.retries,
-      backoff: child.options.backoff,
-      labels: child.options.labels,
-      annotations: child.options.annotations,
-      when: child.options.when as ChangingHandler["when"],
-      field,
-      value: child.options.value,
-      old: child.options.old,
-      new: child.options.new,
-    };
-    scope.childIds.push(id);
-    return handler;
-  });
+  scope.childIds.push(...records.map((h) => h.id));
   const now = new Date();
   // Sub-handlers whose filters do not match the object are skipped (and do not block the parent).
   // Their filter callbacks get the parent's context with their own param, diff, old and new.
