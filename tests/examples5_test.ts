@@ -413,12 +413,14 @@ Deno.test(
       await waitFor(op, /\[.*\/no-size\] Handler 'create_fn' failed permanently: Size must be set/);
       assert.ok(await isGone(client, PVCS, namespace, "no-size"));
 
-      // Deletion: the garbage collector deletes the PVC after its EVC.
+      // Deletion: the garbage collector deletes the PVC after its EVC. The EVC's CRD is new in
+      // this test, and kube-controller-manager's garbage collector re-reads discovery only every
+      // 30 s (hard-coded): until then it does not watch EVCs and learns of the deletion late.
       await client.api.delete(EVCS, name, { namespace });
       await eventually(() => isGone(client, EVCS, namespace, name), 15_000, "the EVC");
       await eventually(
         () => isGone(client, PVCS, namespace, name),
-        30_000,
+        90_000,
         "the PVC to be garbage-collected",
       );
       await stopCleanly(op);
