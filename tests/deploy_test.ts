@@ -303,7 +303,8 @@ async function setup(prefix: string) {
 
 /** Lines that show a permission problem. */
 function permissionErrors(lines: readonly string[]): string[] {
-  return lines.filter((line) => /\b403\b|forbidden/i.test(line));
+  // The timestamp is left out: its milliseconds can read "403" too.
+  return lines.filter((line) => /\b403\b|forbidden/i.test(line.replace(/^\[[^\]]*\]/, "")));
 }
 
 async function createObject(client: KubeClient, namespace: string, name: string) {
