@@ -21,6 +21,30 @@ import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
+/**
+ * Runs an operator with only the registry's handlers (login handlers give the connection) until
+ * it is ready, then stops it.
+ * @returns Its log messages.
+ */
+async function runUntilReady(registry: OperatorRegistry, namespace: string): Promise<string[]> {
+  const controller = new AbortController();
+  let ready = false;
+  const logs: string[] = [];
+  const running = operator({
+    registry,
+    namespaces: [namespace],
+    standalone: true,
+    settings: createSettings(),
+    signal: controller.signal,
+    onReady: () => (ready = true),
+    listeners: [(entry) => logs.push(entry.message)],
+  });
+  await eventually(() => ready, 15_000, "the operator to be ready");
+  controller.abort();
+  await running; // no failure
+  return logs;
+}
+
 Deno.test(
   "startup runs before any API request; a permanent failure stops the operator (HK-ACT-01)",
   opts,
@@ -103,21 +127,7 @@ Deno.test(
         },
       } as ConnectionInfo;
     });
-    const controller = new AbortController();
-    let ready = false;
-    const logs: string[] = [];
-    const running = operator({
-      registry,
-      namespaces: [namespace],
-      standalone: true,
-      settings: createSettings(),
-      signal: controller.signal,
-      onReady: () => (ready = true),
-      listeners: [(entry) => logs.push(entry.message)],
-    });
-    await eventually(() => ready, 15_000, "the operator to be ready");
-    controller.abort();
-    await running;
+    const logs = await runUntilReady(registry, namespace);
     assert.equal(calls, 2, "the rejected credential caused one re-login");
     // AUTH-12: the lines Kopf logs around the logins, in order.
     const auth = logs.filter((m) => /authentication|Activity 'credentials'/i.test(m));
@@ -289,21 +299,7 @@ Deno.test(
     on.login({ registry }, function fallback(): ConnectionInfo {
       return info("fallback", plane.adminToken, { priority: 1 });
     });
-    const controller = new AbortController();
-    let ready = false;
-    const logs: string[] = [];
-    const running = operator({
-      registry,
-      namespaces: [namespace],
-      standalone: true,
-      settings: createSettings(),
-      signal: controller.signal,
-      onReady: () => (ready = true),
-      listeners: [(entry) => logs.push(entry.message)],
-    });
-    await eventually(() => ready, 15_000, "the operator to be ready");
-    controller.abort();
-    await running; // no failure
+    await runUntilReady(registry, namespace); // no failure
     assert.equal(used.includes("expired"), false, "the expired credential is never used");
     assert.equal(used[0], "preferred", "the highest valid priority first");
     assert.equal(
