@@ -255,3 +255,42 @@ Deno.test(
     ]);
   },
 );
+
+Deno.test(
+  "at operator exit, daemons collect operator-exiting, then cancelled and done, or abandoned (HK-DMN-20)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("daemon-exit-reasons");
+    const reasons: Record<string, ReadonlySet<DaemonStoppingReason>> = {};
+    const op = await startOperator((registry) => {
+      daemon("kopfexamples", { registry }, async function polite({ stopped, stoppingReasons }) {
+        reasons.polite = stoppingReasons;
+        await new Promise((resolve) => stopped.addEventListener("abort", resolve));
+      });
+      daemon("kopfexamples", { registry }, async function stubborn({ signal, stoppingReasons }) {
+        reasons.stubborn = stoppingReasons;
+        await new Promise((resolve) => signal.addEventListener("abort", resolve));
+      });
+      daemon("kopfexamples", { registry }, async function hung({ stoppingReasons }) {
+        reasons.hung = stoppingReasons;
+        await new Promise(() => {});
+      });
+    }, {
+      namespaces: [namespace],
+      settings: createSettings({ posting: { enabled: false }, process: { gracePeriod: 0.5 } }),
+    });
+    await op.ready;
+    await client.api.create(KOPFEXAMPLES, kex("x1"), { namespace });
+    await eventually(() => Object.keys(reasons).length === 3, 15_000, "all daemons to run");
+    await op.stop();
+    // The hung one is abandoned when the grace period is over (the stop may return first).
+    await eventually(() => reasons.hung!.has("daemon-abandoned"), 10_000, "the hung daemon");
+    const seen = (name: string) => [...reasons[name]!];
+    // At exit every daemon is stopped and cancelled at once (no backoff to wait through).
+    assert.deepEqual(seen("polite"), ["operator-exiting", "daemon-cancelled", "done"]);
+    assert.deepEqual(seen("stubborn"), ["operator-exiting", "daemon-cancelled", "done"]);
+    assert.deepEqual(seen("hung"), ["operator-exiting", "daemon-cancelled", "daemon-abandoned"]);
+  },
+);

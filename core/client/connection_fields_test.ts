@@ -115,3 +115,17 @@ Deno.test("isConnectionFields() tells the flat form from a ConnectionInfo (AUTH-
   assert.ok(!isConnectionFields(null));
   assert.ok(!isConnectionFields({ token: "t" }));
 });
+
+Deno.test("connectionInfo() expands a leading ~/ in paths to the home directory (AUTH-03)", async () => {
+  const home = await Deno.makeTempDir();
+  const previous = Deno.env.get("HOME");
+  try {
+    await Deno.writeTextFile(`${home}/ca.crt`, CA);
+    Deno.env.set("HOME", home);
+    assert.equal(connectionInfo({ server: "https://x", caPath: "~/ca.crt" }).caPem, CA);
+  } finally {
+    if (previous === undefined) Deno.env.delete("HOME");
+    else Deno.env.set("HOME", previous);
+    await Deno.remove(home, { recursive: true });
+  }
+});

@@ -230,10 +230,21 @@ export class Spawner {
       done: Promise.resolve(),
     };
     this.#tasks.set(handler.id, task);
+    // The operator's stop reaches the handler's `signal` at once, before stopAll() runs: record
+    // why first, or a daemon that exits on its signal would look as if it ended by itself.
+    const exiting = () => {
+      if (task.stopping) return;
+      task.stopping = true;
+      task.reasons.add(DaemonStoppingReason.OPERATOR_EXITING);
+      task.reasons.add(DaemonStoppingReason.DAEMON_CANCELLED);
+      stopper.abort(DaemonStoppingReason.OPERATOR_EXITING);
+    };
+    this.#deps.signal.addEventListener("abort", exiting, { once: true });
     const run = handler.spawn === "daemon" ? this.#daemon(task) : this.#timer(task);
     (task as { done: Promise<void> }).done = run.catch((error) => {
       this.#deps.logger.exception(`${handler.spawn} '${handler.id}' crashed unexpectedly`, error);
     }).finally(() => {
+      this.#deps.signal.removeEventListener("abort", exiting);
       // As in Kopf, every exit ends with DONE, so that anything still waiting on `stopped` ends.
       task.reasons.add(DaemonStoppingReason.DONE);
       if (!stopper.signal.aborted) stopper.abort(DaemonStoppingReason.DONE);
