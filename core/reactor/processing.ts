@@ -295,7 +295,7 @@ function completeCause(
     return;
   }
   if (cause.old === undefined || cause.diff.length > 0) {
-    settings.diffbaseStorage.store({ body, patch, essence });
+    settings.diffbaseStorage.store({ body, patch, essence, warn: (m) => logger.warning(m) });
   }
 }
 

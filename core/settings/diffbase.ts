@@ -78,6 +78,8 @@ export interface DiffBaseStoreArgs {
   readonly patch: Patch;
   /** The essence to store (as built by {@linkcode DiffBaseStorage.build}). */
   readonly essence: Essence;
+  /** Where a storage reports a problem the operator should hear of (e.g. a size fallback). */
+  readonly warn?: (message: string) => void;
 }
 
 /** Options common to all diff-base storages. */
@@ -158,6 +160,50 @@ export interface AnnotationsDiffBaseStorageOptions
    * @default {"last-handled-configuration"}
    */
   readonly key?: string;
+  /**
+   * Where the essence goes when the annotation would take the object's annotations over the
+   * API server's limit (262,144 bytes of keys and values), so that a large object is still
+   * handled once and its changes detected; `null` sends it anyway (the API server then rejects
+   * the patch, as with Kopf). Not in Kopf.
+   * @default {new StatusDiffBaseStorage()}
+   */
+  readonly overflow?: StatusDiffBaseStorage | null;
+}
+
+/** Kubernetes' limit on the total size of an object's annotations: keys and values, in bytes. */
+export const ANNOTATIONS_SIZE_LIMIT = 262_144;
+
+/**
+ * Whether the annotations of `body`, changed by the patch and by `extra`, exceed
+ * {@link ANNOTATIONS_SIZE_LIMIT}. Cheap for ordinary objects: bytes are counted only when the
+ * characters alone could exceed the limit (UTF-8 takes at most 3 bytes per UTF-16 unit).
+ */
+function annotationsExceed(
+  body: Mapping,
+  patch: Patch,
+  extra: ReadonlyMap<string, string>,
+): boolean {
+  const current = resolve(body, ["metadata", "annotations"]);
+  const patched = resolve(patch.body, ["metadata", "annotations"]);
+  const entries: Array<[string, unknown]> = [];
+  if (isMapping(current)) {
+    for (const [k, v] of Object.entries(current)) {
+      if (!extra.has(k) && !(isMapping(patched) && k in patched)) entries.push([k, v]);
+    }
+  }
+  if (isMapping(patched)) {
+    for (const [k, v] of Object.entries(patched)) if (!extra.has(k)) entries.push([k, v]);
+  }
+  entries.push(...extra);
+  let chars = 0;
+  for (const [k, v] of entries) if (typeof v === "string") chars += k.length + v.length;
+  if (chars * 3 <= ANNOTATIONS_SIZE_LIMIT) return false;
+  const encoder = new TextEncoder();
+  let bytes = 0;
+  for (const [k, v] of entries) {
+    if (typeof v === "string") bytes += encoder.encode(k).length + encoder.encode(v).length;
+  }
+  return bytes > ANNOTATIONS_SIZE_LIMIT;
 }
 
 /**
@@ -188,7 +234,11 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
     super(options);
     this.keys = new AnnotationKeys(options);
     this.key = options.key ?? "last-handled-configuration";
+    this.overflow = options.overflow === undefined ? new StatusDiffBaseStorage() : options.overflow;
   }
+
+  /** Where the essence goes when the annotation would be too large (see the options). */
+  readonly overflow: StatusDiffBaseStorage | null;
 
   /** The annotations prefix. */
   get prefix(): string {
@@ -220,7 +270,7 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
       const decoded: unknown = typeof encoded === "string" ? JSON.parse(encoded) : null;
       if (isMapping(decoded)) return decoded;
     }
-    return null;
+    return this.overflow?.fetch({ body }) ?? null;
   }
 
   /**
@@ -228,10 +278,28 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
    *
    * @param args The object as last seen, the patch, and the essence to store.
    */
-  store({ body, patch, essence }: DiffBaseStoreArgs): void {
+  store({ body, patch, essence, warn }: DiffBaseStoreArgs): void {
     const encoded = `${dumpCompact(essence)}\n`;
-    for (const fullKey of this.keys.make(this.key, body)) {
-      ensure(patch.body, ["metadata", "annotations", fullKey], encoded);
+    const keys = this.keys.make(this.key, body);
+    const overflow = this.overflow;
+    if (overflow && annotationsExceed(body, patch, new Map(keys.map((k) => [k, encoded])))) {
+      // Only one place may hold an essence, or a stale annotation would be read first.
+      for (const fullKey of keys) {
+        if (resolve(body, ["metadata", "annotations", fullKey]) !== undefined) {
+          ensure(patch.body, ["metadata", "annotations", fullKey], null);
+        }
+      }
+      overflow.store({ body, patch, essence });
+      warn?.(
+        `The diff-base (${encoded.length} characters) would take the object's annotations over ` +
+          `the API server's limit of ${ANNOTATIONS_SIZE_LIMIT} bytes; it is kept in ` +
+          `${overflow.field.join(".")} instead (the CRD's schema must keep that field).`,
+      );
+      return;
+    }
+    for (const fullKey of keys) ensure(patch.body, ["metadata", "annotations", fullKey], encoded);
+    if (overflow && resolve(body, overflow.field) !== undefined) {
+      ensure(patch.body, overflow.field, null); // back from an overflow: one place only
     }
     storeMarker(this.prefix, patch, body);
   }

@@ -208,3 +208,58 @@ Deno.test("DiffBaseStorage.build() agrees with copying the whole body first (fas
     }
   }
 });
+
+Deno.test("AnnotationsDiffBaseStorage keeps an essence that would overflow the annotations in status", () => {
+  const storage = new AnnotationsDiffBaseStorage();
+  const KEY = "kopf.zalando.org/last-handled-configuration";
+  const FIELD = ["status", "kopf", "last-handled-configuration"];
+  const big = { blob: "x".repeat(140_000) };
+  const body = {
+    metadata: {
+      name: "big",
+      annotations: {
+        "kubectl.kubernetes.io/last-applied-configuration": JSON.stringify(big),
+        [KEY]: '{"spec":{"old":1}}\n', // an earlier, small essence: must not stay behind
+      },
+    },
+    spec: big,
+  };
+  const warnings: string[] = [];
+  const patch = new Patch();
+  const essence = storage.build({ body });
+  storage.store({ body, patch, essence, warn: (m) => warnings.push(m) });
+  assert.equal(resolve(patch.body, ["metadata", "annotations", KEY]), null);
+  assert.equal(resolve(patch.body, FIELD), dumpCompact(essence));
+  assert.match(warnings[0]!, /over the API server's limit of 262144 bytes/);
+  // Read back from the status once the annotation is gone.
+  const stored = { ...body, metadata: { name: "big" }, status: { kopf: {} } };
+  (stored.status.kopf as Record<string, unknown>)["last-handled-configuration"] = dumpCompact(
+    essence,
+  );
+  assert.deepEqual(storage.fetch({ body: stored }), essence);
+
+  // Small again: back to the annotation, and the status copy is removed.
+  const small = { ...stored, spec: { size: 1 } };
+  const back = new Patch();
+  storage.store({ body: small, patch: back, essence: storage.build({ body: small }) });
+  assert.equal(resolve(back.body, ["metadata", "annotations", KEY]), '{"spec":{"size":1}}\n');
+  assert.equal(resolve(back.body, FIELD), null);
+
+  // Ordinary objects: the annotation only, no warning, nothing in status.
+  const plain = new Patch();
+  const quiet: string[] = [];
+  const tiny = { metadata: { name: "t" }, spec: { a: 1 } };
+  storage.store({
+    body: tiny,
+    patch: plain,
+    essence: storage.build({ body: tiny }),
+    warn: (m) => quiet.push(m),
+  });
+  assert.equal(resolve(plain.body, FIELD), undefined);
+  assert.deepEqual(quiet, []);
+  // Without an overflow storage the annotation is written whatever its size (as Kopf).
+  const strict = new AnnotationsDiffBaseStorage({ overflow: null });
+  const doomed = new Patch();
+  strict.store({ body, patch: doomed, essence });
+  assert.equal(typeof resolve(doomed.body, ["metadata", "annotations", KEY]), "string");
+});
