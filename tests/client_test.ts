@@ -499,3 +499,27 @@ Deno.test("Events are posted about objects and visible by involvedObject", opts,
   assert.equal(events.items[0]!.message, "Handler 'create_fn' succeeded.");
   assert.equal(client.counters.count({ verb: "create", resource: "events", code: 201 }), 1);
 });
+
+Deno.test(
+  "discovery learns of a CRD created between loading the catalogue and following CRDs",
+  opts,
+  async () => {
+    using client = await testClient();
+    await client.discovery.resources(); // the catalogue, loaded first (as an operator starts)
+    const crd = widgetCrd("sprockets", "Sprocket", "spr");
+    await applyCrdObjects(client, [crd]); // established before the following starts
+    try {
+      const controller = new AbortController();
+      let changes = 0;
+      client.discovery.onChange(() => changes++);
+      const following = client.discovery.followDefinitions(controller.signal);
+      // No later CRD event comes: only the first listing can reveal it.
+      await eventually(() => changes > 0 || undefined, 15_000, "a refresh after the listing");
+      assert.ok((await client.discovery.resources()).some((r) => r.plural === "sprockets"));
+      controller.abort();
+      await following;
+    } finally {
+      await client.api.delete(CRD_RESOURCE, "sprockets.tests.kopf.dev").catch(() => {});
+    }
+  },
+);

@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { KubeObject } from "../structs/objects.ts";
 import type { Resource } from "../structs/resources.ts";
 import type { KubeApi } from "./api.ts";
 import { ApiError } from "./errors.ts";
@@ -129,6 +130,17 @@ export class Discovery {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Whether an established CRD's resource is in the loaded catalogue (true when unsure). */
+  #knows(crd: KubeObject): boolean {
+    const resources = this.#resources;
+    if (!resources) return true; // nothing loaded: the first listing refreshes anyway
+    const spec = crd.spec as { group?: unknown; names?: { plural?: unknown } } | undefined;
+    const conditions = (crd.status as { conditions?: Array<{ type?: string; status?: string }> })
+      ?.conditions ?? [];
+    if (!conditions.some((c) => c.type === "Established" && c.status === "True")) return true;
+    return resources.some((r) => r.group === spec?.group && r.plural === spec?.names?.plural);
+  }
+
   /**
    * Watches CustomResourceDefinitions and refreshes the catalogue whenever one is added,
    * changed (e.g. becomes Established or gains a version) or deleted. Runs until aborted.
@@ -142,14 +154,18 @@ export class Discovery {
     onError?: (error: Error, retryInMs: number) => void,
   ): Promise<void> {
     let listed = false;
+    let unknown = false; // an established CRD of the first listing missing from the catalogue
     for await (const event of watcher(this.#api, CRD_RESOURCE, { signal })) {
       if (event.type === "error") onError?.(event.error, event.retryInMs);
-      // The first listing only confirms the catalogue just loaded; a relist (after 410) may hide
-      // changes, so it refreshes. Changes after the listing always refresh.
+      if (event.type === "initApply" && !listed && !unknown) unknown = !this.#knows(event.object);
+      // The first listing only confirms the catalogue just loaded — unless a CRD was created
+      // between the loading and the listing; a relist (after 410) may hide changes, so it
+      // refreshes. Changes after the listing always refresh.
       const relisted = event.type === "initDone" && listed;
+      const first = event.type === "initDone" && !listed;
       if (event.type === "initDone") listed = true;
       const changed = event.type === "apply" || event.type === "delete" || relisted ||
-        (event.type === "initDone" && this.#resources === undefined);
+        (first && (this.#resources === undefined || unknown));
       if (listed && changed) {
         try {
           await this.refresh(signal);
