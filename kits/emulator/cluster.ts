@@ -17,6 +17,7 @@ import {
   methodNotAllowed,
   notFound,
 } from "./errors.ts";
+import { FieldOwnership } from "./applying.ts";
 import { jsonPatch, mergePatch, type PatchKind, strategicMergePatch } from "./patching.ts";
 import { CRDS, NAMESPACES, Registry, validateCrd } from "./registry.ts";
 import { IpAllocator, normalize, prepareForCreate } from "./builtins.ts";
@@ -90,6 +91,7 @@ export class Cluster {
   #waiters: Array<() => void> = [];
   #stopped = false;
   #ips = new IpAllocator();
+  #fields = new FieldOwnership();
 
   /**
    * Creates a cluster with the default namespaces.
@@ -308,6 +310,45 @@ export class Cluster {
       : strategicMergePatch(current, patch);
     if (!isObject(patched)) throw badRequest("the patch does not produce an object");
     return this.update(def, namespace, name, patched, subresource, version, true);
+  }
+
+  /**
+   * Server-side apply (see `applying.ts` for the subset of field ownership served): creates the
+   * object when missing, else merges the applied fields as `manager`.
+   *
+   * @returns The stored object and whether it was created.
+   */
+  apply(
+    def: ResourceDef,
+    namespace: string,
+    name: string,
+    body: unknown,
+    options: { manager: string; force: boolean; subresource?: string; version?: string },
+  ): { object: KubeObject; created: boolean } {
+    if (!isObject(body)) throw badRequest("the applied configuration is not an object");
+    const applied = body as KubeObject;
+    const given = applied.metadata?.name;
+    if (given !== name) {
+      throw badRequest(
+        `the name of the object (${given ?? ""}) does not match the name on the URL (${name})`,
+      );
+    }
+    const stored = this.store.get(resourceKey(def), def.namespaced ? namespace : "", name);
+    if (!stored && options.subresource) throw notFound(def, name);
+    const current = stored ? this.present(def, stored, options.version) : undefined;
+    const scope = options.subresource === "status" ? ".status" : "";
+    const { object, commit } = this.#fields.apply(
+      current,
+      applied,
+      options.manager,
+      options.force,
+      scope,
+    );
+    const result = current
+      ? this.update(def, namespace, name, object, options.subresource, options.version, true)
+      : this.create(def, namespace, object, options.version);
+    commit(result.metadata?.uid ?? "");
+    return { object: result, created: !current };
   }
 
   /**

@@ -20,10 +20,14 @@ import {
 import type { Faults, RequestInfo } from "./faults.ts";
 import type { History } from "./history.ts";
 import { PATCH_TYPES } from "./patching.ts";
+import { parse as parseYaml } from "yaml";
 import { decodeProtobuf } from "./protobuf.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
 import { groupVersion, isObject, type KubeObject, type ResourceDef } from "./types.ts";
 import { openWatch } from "./watches.ts";
+
+/** The content type of server-side apply. */
+const APPLY_PATCH_TYPE = "application/apply-patch+yaml";
 
 /** What the router needs. */
 export interface RouterOptions {
@@ -221,6 +225,7 @@ export function createHandler(options: RouterOptions): Handler {
           throw methodNotAllowed("the server does not allow this method on the requested resource");
         }
         const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim();
+        if (type === APPLY_PATCH_TYPE) return await serverSideApply(request, def, route, query);
         const kind = PATCH_TYPES[type];
         if (!kind) {
           throw new ApiFailure(415, "UnsupportedMediaType", "415: Unsupported Media Type", {});
@@ -279,6 +284,42 @@ export function createHandler(options: RouterOptions): Handler {
       default:
         throw methodNotAllowed("the server does not allow this method on the requested resource");
     }
+  }
+
+  async function serverSideApply(
+    request: Request,
+    def: ResourceDef,
+    route: Route,
+    query: URLSearchParams,
+  ): Promise<Response> {
+    const manager = query.get("fieldManager");
+    if (!manager) {
+      throw new ApiFailure(
+        422,
+        "Invalid",
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        {
+          causes: [{
+            reason: "FieldValueRequired",
+            message: "Required value: is required for apply patch",
+            field: "fieldManager",
+          }],
+        },
+      );
+    }
+    let body: unknown;
+    try {
+      body = parseYaml(await request.text()); // JSON is YAML too
+    } catch (error) {
+      throw badRequest(`error decoding YAML: ${(error as Error).message}`);
+    }
+    const { object, created } = cluster.apply(def, route.namespace ?? "", route.name!, body, {
+      manager,
+      force: query.get("force") === "true",
+      ...(route.subresource ? { subresource: route.subresource } : {}),
+      version: route.version,
+    });
+    return json(created ? 201 : 200, cluster.present(def, object, route.version));
   }
 
   function listBody(
