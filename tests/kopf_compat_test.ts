@@ -26,7 +26,7 @@ import {
   testNamespace,
 } from "./_support.ts";
 import { startOperator } from "./_operator.ts";
-import { PYTHON_KOPF, runPythonKopf } from "./_kopf.ts";
+import { COMPAT_FIELD_HANDLERS, PYTHON_KOPF, runPythonKopf } from "./_kopf.ts";
 
 const opts = {
   sanitizeOps: false,
@@ -301,5 +301,143 @@ Deno.test(
     });
     assert.equal(done.metadata?.annotations?.[PROGRESS], undefined, "our record is purged");
     assert.deepEqual(statusOf(done).create_fn, { message: "hello from python" });
+  },
+);
+
+// Field handlers: Kopf appends the field to the handler id even when the id is explicit, so
+// `on.field(…, { id: "field_fn", field: "spec.field" })` is `field_fn/spec.field` on both sides.
+const FIELD_ID = "field_fn/spec.field";
+const FIELD_PROGRESS = "kopf.zalando.org/field_fn.spec.field";
+
+function ourFieldHandler(calls: Array<{ id: string; name: string; retry: number; at: number }>) {
+  return (registry: OperatorRegistry) => {
+    on.field(
+      "kopfexamples",
+      { registry, id: "field_fn", field: "spec.field" },
+      ({ name, retry, spec }: ChangingContext) => {
+        calls.push({ id: "field_fn", name: name!, retry, at: Date.now() });
+        if (spec.mode === "ours-fail") throw new TemporaryError("deno says: not yet", { delay: 5 });
+        return { message: "field from deno" };
+      },
+    );
+  };
+}
+
+async function progressRecord(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+): Promise<Record<string, unknown> | undefined> {
+  const raw = (await read(client, namespace, name)).metadata?.annotations?.[FIELD_PROGRESS];
+  return raw ? JSON.parse(raw) : undefined;
+}
+
+Deno.test(
+  "compat: a field handler with an explicit id retrying under Python Kopf continues under ours as field_fn/spec.field",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("compat-field");
+    await client.api.create(KOPFEXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "f" },
+      spec: { field: "value", mode: "retry", delay: 6 },
+    } as KubeObject, { namespace });
+
+    const kopf = await runPythonKopf(namespace, { handlers: COMPAT_FIELD_HANDLERS });
+    let record: Record<string, unknown>;
+    try {
+      record = await eventually(
+        () => progressRecord(client, namespace, "f"),
+        60_000,
+        "Python Kopf's progress record",
+      );
+      await kopf.waitForLine(new RegExp(`Handler '${FIELD_ID}' failed temporarily`), 10_000);
+    } finally {
+      await kopf.stop();
+    }
+    assert.equal(record.retries, 1, JSON.stringify(record));
+    const delayed = Date.parse(String(record.delayed));
+
+    const calls: Array<{ id: string; name: string; retry: number; at: number }> = [];
+    await using op = await startOperator(ourFieldHandler(calls), {
+      namespaces: [namespace],
+      settings: fast(),
+    });
+    await op.ready;
+    await op.waitForLog(new RegExp(`^Handler '${FIELD_ID}' succeeded\\.$`), 20_000);
+    assert.deepEqual(calls.map((c) => c.retry), [1], "Kopf's retry count is continued");
+    assert.ok(calls[0]!.at >= delayed - 5, "and its delay is kept");
+    const done = await eventually(async () => {
+      const body = await read(client, namespace, "f");
+      return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+    });
+    assert.equal(
+      done.metadata?.annotations?.[FIELD_PROGRESS],
+      undefined,
+      "Kopf's record is purged",
+    );
+    assert.deepEqual(statusOf(done)[FIELD_ID], { message: "field from deno" });
+    assert.equal(statusOf(done).field_fn, undefined);
+  },
+);
+
+Deno.test(
+  "compat: a field handler with an explicit id retrying under our operator continues under Python Kopf",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("compat-field-back");
+    await client.api.create(KOPFEXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "f" },
+      spec: { field: "value", mode: "ours-fail" },
+    } as KubeObject, { namespace });
+
+    const calls: Array<{ id: string; name: string; retry: number; at: number }> = [];
+    const op = await startOperator(ourFieldHandler(calls), {
+      namespaces: [namespace],
+      settings: fast(),
+    });
+    let record: Record<string, unknown>;
+    try {
+      await op.ready;
+      record = await eventually(
+        () => progressRecord(client, namespace, "f"),
+        20_000,
+        "our progress record",
+      );
+      await op.waitForLog(new RegExp(`^Handler '${FIELD_ID}' failed temporarily`), 10_000);
+    } finally {
+      await op.stop();
+    }
+    assert.deepEqual(calls.map((c) => c.retry), [0]);
+    assert.equal(record.retries, 1);
+    const delayed = Date.parse(String(record.delayed));
+
+    const kopf = await runPythonKopf(namespace, { handlers: COMPAT_FIELD_HANDLERS });
+    try {
+      await kopf.waitForLine(new RegExp(`Handler '${FIELD_ID}' succeeded\\.`), 30_000);
+    } finally {
+      await kopf.stop();
+    }
+    const output = kopf.lines.join("\n");
+    const markers = kopf.matching(/^COMPAT /);
+    assert.equal(markers.length, 1, output);
+    const [, retry, at] = /^COMPAT field_fn f retry=(\d+) at=(\d+)$/.exec(markers[0]!) ?? [];
+    assert.equal(retry, "1", `Kopf continues our retry count: ${output}`);
+    assert.ok(Number(at) >= delayed - 5, `Kopf retried ${delayed - Number(at)} ms early`);
+    const done = await eventually(async () => {
+      const body = await read(client, namespace, "f");
+      return body.metadata?.annotations?.[FIELD_PROGRESS] === undefined &&
+          statusOf(body)[FIELD_ID] !== undefined
+        ? body
+        : undefined;
+    });
+    assert.deepEqual(statusOf(done)[FIELD_ID], { message: "field from python" });
   },
 );

@@ -28,6 +28,7 @@ import {
   type ChangingHandler,
   defaultHandlerId,
   type HandlerFn,
+  handlerId,
   type Reason,
   type WatchingHandler,
   type WebhookHandler,
@@ -166,7 +167,7 @@ function registerChanging(
     : parseField(options.field);
   const handler: ChangingHandler = {
     kind: "changing",
-    id: options.id ?? defaultHandlerId(fn, field),
+    id: handlerId(options.id, fn, field),
     fn,
     param: options.param,
     labels: options.labels,
@@ -216,7 +217,7 @@ function registerWebhook(
   const handler: WebhookHandler = {
     kind: "webhook",
     webhook: kind,
-    id: options.id ?? defaultHandlerId(fn, field),
+    id: handlerId(options.id, fn, field),
     fn,
     param: options.param,
     labels: options.labels,
@@ -520,7 +521,7 @@ export const on: On = {
       : parseField(options.field);
     const handler: WatchingHandler = {
       kind: "watching",
-      id: options.id ?? defaultHandlerId(fn as HandlerFn<never>, field),
+      id: handlerId(options.id, fn as HandlerFn<never>, field),
       fn: fn as HandlerFn<never>,
       param: options.param,
       labels: options.labels,

@@ -20,7 +20,7 @@
 import type { ErrorsMode } from "../actions/execution.ts";
 import type { SpawnedContext } from "../engines/daemons.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
-import { defaultHandlerId, type HandlerFn, type SpawningHandler } from "../intents/handlers.ts";
+import { type HandlerFn, handlerId, type SpawningHandler } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
@@ -93,7 +93,7 @@ function register(
   const handler: SpawningHandler = {
     kind: "spawning",
     spawn,
-    id: options.id ?? defaultHandlerId(fn as HandlerFn<never>, field),
+    id: handlerId(options.id, fn as HandlerFn<never>, field),
     fn: fn as HandlerFn<never>,
     param: options.param,
     labels: options.labels,

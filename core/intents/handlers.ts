@@ -172,8 +172,38 @@ export interface Registration<H extends ResourceHandler | WebhookHandler = Resou
 }
 
 /**
- * The default id of a handler: the function's name (anonymous functions get a position-based
- * id), with `/field.path` appended for field-specific handlers, as in Kopf.
+ * The id of a handler, by Kopf's rule: the explicit id or else the function's name (anonymous
+ * functions get a source-based id), then `/field.path` appended when the handler has a field
+ * (whether the id is explicit or derived), then `parent/` prefixed for sub-handlers. State
+ * written by Kopf (status keys, progress annotations) is found only with the same ids.
+ *
+ * @example
+ * ```ts
+ * import { handlerId } from "./handlers.ts";
+ * handlerId(undefined, function field_fn() {}, ["spec", "field"]); // "field_fn/spec.field"
+ * handlerId("explicit", () => {}, ["spec", "field"]); // "explicit/spec.field"
+ * ```
+ *
+ * @param id The explicit id, if given.
+ * @param fn The function.
+ * @param field Its field, if the id gets it (Kopf: changing, event, daemon, timer and
+ *   admission handlers, but neither sub-handlers nor indices).
+ * @param prefix The parent handler's id, for sub-handlers.
+ * @returns The id.
+ */
+export function handlerId(
+  id: string | undefined,
+  fn: HandlerFn,
+  field?: FieldPath,
+  prefix?: string,
+): string {
+  let real = id ?? functionId(fn);
+  if (field && field.length) real += `/${field.join(".")}`;
+  return prefix ? `${prefix}/${real}` : real;
+}
+
+/**
+ * The id of a handler without an explicit id: {@link handlerId} of the function's name.
  *
  * @param fn The function.
  * @param field Its field, if any.
@@ -181,9 +211,11 @@ export interface Registration<H extends ResourceHandler | WebhookHandler = Resou
  * @returns The id.
  */
 export function defaultHandlerId(fn: HandlerFn, field?: FieldPath, prefix?: string): string {
-  let id = fn.name && fn.name !== "anonymous" ? fn.name.replace(/^bound /, "") : anonymousId(fn);
-  if (field && field.length) id += `/${field.join(".")}`;
-  return prefix ? `${prefix}/${id}` : id;
+  return handlerId(undefined, fn, field, prefix);
+}
+
+function functionId(fn: HandlerFn): string {
+  return fn.name && fn.name !== "anonymous" ? fn.name.replace(/^bound /, "") : anonymousId(fn);
 }
 
 function anonymousId(fn: HandlerFn): string {

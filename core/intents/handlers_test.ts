@@ -6,7 +6,12 @@ import { index } from "../api/indexing.ts";
 import { on } from "../api/on.ts";
 import { daemon, timer } from "../api/spawning.ts";
 import { ABSENT, PRESENT } from "./filters.ts";
-import { type ChangingHandler, defaultHandlerId, type WatchingHandler } from "./handlers.ts";
+import {
+  type ChangingHandler,
+  defaultHandlerId,
+  handlerId,
+  type WatchingHandler,
+} from "./handlers.ts";
 import { getDefaultRegistry, OperatorRegistry, setDefaultRegistry } from "./registries.ts";
 import { EVERYTHING } from "./selectors.ts";
 
@@ -115,6 +120,53 @@ Deno.test("on.*() use an explicit id as given (REG-04, OPT-03)", () => {
   const registry = new OperatorRegistry();
   on.create("kopfexamples", { registry, id: "custom" }, function fn() {});
   assert.equal(only<ChangingHandler>(registry).id, "custom");
+});
+
+Deno.test("on.*() append the field to an explicit id too, as Kopf does (REG-05, OPT-03)", () => {
+  const registry = new OperatorRegistry();
+  function fn() {}
+  on.field("kopfexamples", { registry, id: "field_fn", field: "spec.field" }, fn);
+  on.create("kopfexamples", { registry, id: "c", field: "spec.a" }, fn);
+  on.update("kopfexamples", { registry, id: "u", field: ["spec", "b"] }, fn);
+  on.resume("kopfexamples", { registry, id: "r", field: "spec.c" }, fn);
+  on.delete("kopfexamples", { registry, id: "d", field: "spec.d" }, fn);
+  on.event("kopfexamples", { registry, id: "e", field: "spec.e" }, fn);
+  daemon("kopfexamples", { registry, id: "dm", field: "spec.f" }, fn);
+  timer("kopfexamples", { registry, id: "t", field: "spec.g", interval: 1 }, fn);
+  on.validate("kopfexamples", { registry, id: "v", field: "spec.h" }, fn);
+  on.mutate("kopfexamples", { registry, id: "m", field: "spec.i" }, fn);
+  index("kopfexamples", { registry, id: "i", field: "spec.j" }, fn);
+  index("kopfexamples", { registry, field: "spec.k" }, function idx() {});
+  on.create("kopfexamples", { registry, id: "plain" }, fn);
+  const ids = [
+    ...registry.registrations.map((r) => r.handler.id),
+    ...registry.webhooks().map((r) => r.handler.id),
+  ];
+  assert.deepEqual(ids.sort(), [
+    "c/spec.a",
+    "d/spec.d",
+    "dm/spec.f",
+    "e/spec.e",
+    "field_fn/spec.field",
+    "i",
+    "idx",
+    "m/spec.i",
+    "plain",
+    "r/spec.c",
+    "t/spec.g",
+    "u/spec.b",
+    "v/spec.h",
+  ]);
+});
+
+Deno.test("handlerId() applies Kopf's rule: id or name, then /field, then parent/ (REG-04..06)", () => {
+  function fn() {}
+  assert.equal(handlerId(undefined, fn), "fn");
+  assert.equal(handlerId("x", fn), "x");
+  assert.equal(handlerId("x", fn, ["spec", "f"]), "x/spec.f");
+  assert.equal(handlerId(undefined, fn, ["spec", "f"]), "fn/spec.f");
+  assert.equal(handlerId("x", fn, undefined, "p"), "p/x");
+  assert.equal(handlerId("x", fn, [], "p"), "p/x");
 });
 
 Deno.test("on.field() registers for any reason with the field required to change (HK-CHG-12, SUB-15)", () => {

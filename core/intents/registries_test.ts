@@ -462,10 +462,13 @@ Deno.test("matchChangingHandlers() checks old= and new= separately (FLT-12)", ()
       matchChangingHandlers(handlers, causeOf(body, essence(obj(from))), body, contextFor),
     );
   };
-  assert.deepEqual(run({ f: "a" }, { f: "b" }), ["old_a", "new_b", "a_to_b"]);
-  assert.deepEqual(run({ f: "a" }, { f: "c" }), ["old_a"]);
-  assert.deepEqual(run({ f: "c" }, { f: "b" }), ["new_b"]);
-  assert.deepEqual(run({ g: 1 }, { f: "b", g: 1 }), ["new_b", "appeared"]);
+  const [oldA, newB, aToB, appeared] = ["old_a", "new_b", "a_to_b", "appeared"].map((id) =>
+    `${id}/spec.f`
+  );
+  assert.deepEqual(run({ f: "a" }, { f: "b" }), [oldA, newB, aToB]);
+  assert.deepEqual(run({ f: "a" }, { f: "c" }), [oldA]);
+  assert.deepEqual(run({ f: "c" }, { f: "b" }), [newB]);
+  assert.deepEqual(run({ g: 1 }, { f: "b", g: 1 }), [newB, appeared]);
   assert.deepEqual(run({ f: "a", g: 1 }, { f: "a", g: 2 }), []);
 });
 

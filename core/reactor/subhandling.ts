@@ -110,7 +110,8 @@ function functionChildren(
 
 /**
  * `execute(undefined, { handlers })` or `{ registry }`: complete handler records, matched to the
- * cause like top-level handlers (as Kopf's sub-registries are), renamed under the parent.
+ * cause like top-level handlers (as Kopf's sub-registries are). Their ids are used as they are,
+ * not prefixed with the parent's (as in Kopf, so that state written by Kopf is found).
  */
 function recordChildren(
   parent: ChangingHandler,
@@ -126,7 +127,7 @@ function recordChildren(
     inputs.body,
     (h) => changingFilterContext({ ...base, param: h.param }, cause, h),
   );
-  return matching.map((h) => ({ ...h, id: `${parent.id}/${h.id}`, requiresFinalizer: false }));
+  return matching.map((h) => ({ ...h, requiresFinalizer: false }));
 }
 
 /** Kopf's rules for sub-handler filters, checked when the sub-handler is declared. */
