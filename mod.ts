@@ -24,12 +24,29 @@ export type {
   Default,
   DeleteOptions,
   Eventing,
+  FieldChanging,
   FieldOptions,
   HandlerOptions,
   On,
   ResumeOptions,
   UpdateOptions,
 } from "./core/api/on.ts";
+export {
+  type BodyOf,
+  type DiffOf,
+  type EssenceOf,
+  type IsTypedObject,
+  type MergePatch,
+  type PatchOf,
+  type SpecOf,
+  type StatusOf,
+  TYPED,
+  type TypedObject,
+  type TypedPatch,
+  type TypedShape,
+} from "./core/structs/typed.ts";
+export { type TypedResource, typedResource } from "./core/intents/typed_resources.ts";
+export type { FieldContext, OldNewOf } from "./core/intents/contexts.ts";
 export { event, type EventMessage, exception, info, warn } from "./core/api/events.ts";
 export { configureLogging, type LogFormat, type LoggingOptions } from "./core/api/logging.ts";
 export { operator, type OperatorOptions, OperatorStartError } from "./core/reactor/running.ts";

@@ -70,6 +70,8 @@ ${LOGGING_USAGE}  -h, --help                Show this help.
 Every option can also be given as an environment variable KOPF_RUN_<NAME> (see docs/cli.md);
 options on the command line win. Other commands: kopf freeze, kopf resume (pause and resume
 running operators; see --help). kopf --version prints the version.
+Tooling (see docs/tooling.md): kopf init NAME (a new project), kopf generate types|rbac,
+kopf build (one binary).
 `;
 
 /** How the CLI is embedded (by the testing runner); all optional for the real command line. */
@@ -254,8 +256,18 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   if (command === "freeze" || command === "resume") {
     return await peeringCommand(command, rest, options, print, fail);
   }
+  if (command === "generate" || command === "init" || command === "build") {
+    const { tooling } = await import("./generate/commands.ts");
+    return await tooling(command, rest, {
+      print,
+      output: options.write ?? ((text) => console.log(text)),
+      kubeconfig: options.kubeconfig,
+    });
+  }
   if (command !== "run") {
-    return fail(`Unknown command '${command}'; use run, freeze or resume (see kopf --help)`);
+    return fail(
+      `Unknown command '${command}'; use run, freeze, resume, generate, init or build (see kopf --help)`,
+    );
   }
   let parsed;
   try {

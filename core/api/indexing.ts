@@ -23,6 +23,7 @@ import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.t
 import { defaultHandlerId, type HandlerFn, type IndexingHandler } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
 
 /** Options of index handlers. */
@@ -49,23 +50,31 @@ export interface IndexOptions {
   readonly backoff?: number;
 }
 
-/** An index handler function: returns `{key: value}` (or a Map), a value (key `null`), or nothing. */
-export type Indexing = (context: ResourceContext) => unknown;
+/**
+ * An index handler function: returns `{key: value}` (or a Map), a value (key `null`), or nothing.
+ * @typeParam S The spec type, or a typed object (see `TypedObject`).
+ * @typeParam T The status type (ignored when `S` is a typed object).
+ */
+export type Indexing<S = Record<string, unknown>, T = Record<string, unknown>> = (
+  context: ResourceContext<S, T>,
+) => unknown;
 
 /**
  * Registers an index handler.
- * @param spec The resource(s) to index.
+ * @typeParam S The spec type, or a typed object (see `TypedObject`).
+ * @typeParam T The status type (ignored when `S` is a typed object).
+ * @param spec The resource(s) to index, or a typed resource constant.
  * @param optionsOrFn The options, or the function when there are no options.
  * @param maybeFn The function, when options are given.
  * @returns The function, unchanged.
  */
-export function index(
-  spec: ResourceSpec,
-  optionsOrFn: IndexOptions | Indexing,
-  maybeFn?: Indexing,
-): Indexing {
+export function index<S = Record<string, unknown>, T = Record<string, unknown>>(
+  spec: ResourceSpec | TypedResource<S>,
+  optionsOrFn: IndexOptions | Indexing<S, T>,
+  maybeFn?: Indexing<S, T>,
+): Indexing<S, T> {
   const options = (maybeFn === undefined ? {} : optionsOrFn) as IndexOptions;
-  const fn = (maybeFn ?? optionsOrFn) as Indexing;
+  const fn = (maybeFn ?? optionsOrFn) as Indexing<S, T>;
   const field = options.field === undefined || options.field === null
     ? undefined
     : parseField(options.field);

@@ -20,6 +20,7 @@ import type {
   AdmissionContext,
   ChangingContext,
   EventContext,
+  FieldContext,
 } from "../intents/contexts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import {
@@ -36,6 +37,7 @@ import {
 } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
 import { type Operation, OPERATIONS } from "../structs/admission.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
 import { index } from "./indexing.ts";
@@ -126,6 +128,8 @@ export type Admitting<S, T> = (context: AdmissionContext<S, T>) => unknown;
 
 /** A resource-changing handler function. */
 export type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
+/** A handler function with a `field`: its `old`, `new` and `diff` are the field's. */
+export type FieldChanging<S, T> = (context: FieldContext<S, T>) => unknown;
 /** An event-watching handler function. */
 export type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
 /** The default type of `spec` and `status`. */
@@ -246,7 +250,21 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   create<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
+    options: ChangingOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T>;
+  /**
+   * Registers a creation handler: runs for an object that was never handled before (it has
+   * no last-handled configuration yet).
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
+  create<S = Default, T = Default>(
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
@@ -260,7 +278,21 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   update<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
+    options: UpdateOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T>;
+  /**
+   * Registers an update handler: runs when the essence (spec, labels, annotations…) of a
+   * handled object changed.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
+  update<S = Default, T = Default>(
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
@@ -274,7 +306,21 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   delete<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
+    options: DeleteOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T>;
+  /**
+   * Registers a deletion handler: runs when deletion is requested; unless `optional`, a
+   * finalizer blocks the deletion until it has finished.
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
+  delete<S = Default, T = Default>(
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
@@ -288,7 +334,21 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   resume<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
+    options: ResumeOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T>;
+  /**
+   * Registers a resuming handler: runs once per object and operator process for objects that
+   * were already handled before (no change needed).
+   *
+   * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
+   * @param optionsOrFn The options, or the handler function when there are no options.
+   * @param maybeFn The handler function, when options are given.
+   * @returns The handler function, unchanged.
+   */
+  resume<S = Default, T = Default>(
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
     maybeFn?: Changing<S, T>,
   ): Changing<S, T>;
@@ -303,10 +363,10 @@ export interface On {
    * @throws {TypeError} when no field is given.
    */
   field<S = Default, T = Default>(
-    spec: ResourceSpec,
-    options: FieldOptions<ChangingContext<S, T>>,
-    fn: Changing<S, T>,
-  ): Changing<S, T>;
+    spec: ResourceSpec | TypedResource<S>,
+    options: FieldOptions<FieldContext<S, T>>,
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T>;
   /**
    * Registers an event-watching handler: runs for every raw watch event (and every listed
    * object); its errors are logged and ignored, never retried.
@@ -317,7 +377,7 @@ export interface On {
    * @returns The handler function, unchanged.
    */
   event<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
     maybeFn?: Eventing<S, T>,
   ): Eventing<S, T>;
@@ -333,7 +393,7 @@ export interface On {
    * @throws {TypeError} for retry options, unknown operations, or both `operation` and `operations`.
    */
   validate<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
     maybeFn?: Admitting<S, T>,
   ): Admitting<S, T>;
@@ -349,7 +409,7 @@ export interface On {
    * @throws {TypeError} for retry options, unknown operations, or both `operation` and `operations`.
    */
   mutate<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
     maybeFn?: Admitting<S, T>,
   ): Admitting<S, T>;
@@ -438,67 +498,38 @@ function registerActivity(
 }
 
 /**
+ * The registration function of one reason. Its signature is the broadest of the overloads in
+ * {@link On}: the types of the context matter to callers, not to the registration.
+ */
+function changingRegistrar<R extends "create" | "update" | "delete" | "resume">(
+  reason: R,
+): On[R] {
+  const register = (
+    spec: ResourceSpec,
+    optionsOrFn: ChangingOptions<never> | HandlerFn<never>,
+    maybeFn?: HandlerFn<never>,
+  ): HandlerFn<never> => {
+    const [options, fn] = split<HandlerFn<never>, ChangingOptions<never>>(optionsOrFn, maybeFn);
+    registerChanging(spec, reason, options as ChangingOptions<unknown>, fn);
+    return fn;
+  };
+  return register as unknown as On[R];
+}
+
+/**
  * Handler registration functions. Each returns the function it was given.
  */
 export const on: On = {
-  /** Runs when an object is seen for the first time (never handled before). */
-  create<S = Default, T = Default>(
-    spec: ResourceSpec,
-    optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T> {
-    const [options, fn] = split<Changing<S, T>, ChangingOptions<ChangingContext<S, T>>>(
-      optionsOrFn,
-      maybeFn,
-    );
-    registerChanging(spec, "create", options as ChangingOptions<unknown>, fn as HandlerFn<never>);
-    return fn;
-  },
-  /** Runs when the essence (spec, labels, annotations…) of a handled object changed. */
-  update<S = Default, T = Default>(
-    spec: ResourceSpec,
-    optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T> {
-    const [options, fn] = split<Changing<S, T>, UpdateOptions<ChangingContext<S, T>>>(
-      optionsOrFn,
-      maybeFn,
-    );
-    registerChanging(spec, "update", options as UpdateOptions<unknown>, fn as HandlerFn<never>);
-    return fn;
-  },
-  /** Runs when deletion is requested; blocks the deletion (finalizer) until it finishes. */
-  delete<S = Default, T = Default>(
-    spec: ResourceSpec,
-    optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T> {
-    const [options, fn] = split<Changing<S, T>, DeleteOptions<ChangingContext<S, T>>>(
-      optionsOrFn,
-      maybeFn,
-    );
-    registerChanging(spec, "delete", options as DeleteOptions<unknown>, fn as HandlerFn<never>);
-    return fn;
-  },
-  /** Runs once per object per operator process for objects that existed when it started. */
-  resume<S = Default, T = Default>(
-    spec: ResourceSpec,
-    optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T> {
-    const [options, fn] = split<Changing<S, T>, ResumeOptions<ChangingContext<S, T>>>(
-      optionsOrFn,
-      maybeFn,
-    );
-    registerChanging(spec, "resume", options as ResumeOptions<unknown>, fn as HandlerFn<never>);
-    return fn;
-  },
+  create: changingRegistrar("create"),
+  update: changingRegistrar("update"),
+  delete: changingRegistrar("delete"),
+  resume: changingRegistrar("resume"),
   /** Runs when a field changes (including its appearance at creation); `old`/`new`/`diff` are the field's. */
   field<S = Default, T = Default>(
-    spec: ResourceSpec,
-    options: FieldOptions<ChangingContext<S, T>>,
-    fn: Changing<S, T>,
-  ): Changing<S, T> {
+    spec: ResourceSpec | TypedResource<S>,
+    options: FieldOptions<FieldContext<S, T>>,
+    fn: FieldChanging<S, T>,
+  ): FieldChanging<S, T> {
     if (options.field === undefined || options.field === null) {
       throw new TypeError("on.field() needs a field");
     }
@@ -507,7 +538,7 @@ export const on: On = {
   },
   /** Runs for every raw watch event (and every listed object); errors are logged and ignored. */
   event<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
     maybeFn?: Eventing<S, T>,
   ): Eventing<S, T> {
@@ -535,7 +566,7 @@ export const on: On = {
   },
   /** Runs when Kubernetes asks whether to admit a request; throwing rejects it. */
   validate<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
     maybeFn?: Admitting<S, T>,
   ): Admitting<S, T> {
@@ -553,7 +584,7 @@ export const on: On = {
   },
   /** Runs when Kubernetes asks to mutate a request; changes go through `patch`. */
   mutate<S = Default, T = Default>(
-    spec: ResourceSpec,
+    spec: ResourceSpec | TypedResource<S>,
     optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
     maybeFn?: Admitting<S, T>,
   ): Admitting<S, T> {

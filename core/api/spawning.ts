@@ -23,6 +23,7 @@ import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.t
 import { type HandlerFn, handlerId, type SpawningHandler } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
 
 /** Options shared by daemons and timers. */
@@ -75,15 +76,21 @@ export interface TimerOptions extends SpawningOptions {
   readonly idle?: number;
 }
 
-/** A daemon or timer function. */
-export type Spawned = (context: SpawnedContext) => unknown;
+/**
+ * A daemon or timer function.
+ * @typeParam S The spec type, or a typed object (see `TypedObject`).
+ * @typeParam T The status type (ignored when `S` is a typed object).
+ */
+export type Spawned<S = Record<string, unknown>, T = Record<string, unknown>> = (
+  context: SpawnedContext<S, T>,
+) => unknown;
 
 function register(
   spawn: "daemon" | "timer",
   spec: ResourceSpec,
   options: DaemonOptions & TimerOptions,
-  fn: Spawned,
-): Spawned {
+  fn: Spawned<never, never>,
+): void {
   if (spawn === "timer" && options.interval !== undefined && !(options.interval > 0)) {
     throw new RangeError(`A timer's interval must be positive, got ${options.interval}`);
   }
@@ -114,41 +121,46 @@ function register(
     idle: options.idle,
   };
   (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
-  return fn;
 }
 
 /**
  * Registers a daemon: a long-running function per object, started when the object appears (or
  * the operator starts) and stopped when it is deleted, stops matching, or the operator exits.
- * @param spec The resource(s).
+ * @typeParam S The spec type, or a typed object (see `TypedObject`).
+ * @typeParam T The status type (ignored when `S` is a typed object).
+ * @param spec The resource(s), or a typed resource constant.
  * @param optionsOrFn The options, or the function when there are no options.
  * @param maybeFn The function, when options are given.
  * @returns The function, unchanged.
  */
-export function daemon(
-  spec: ResourceSpec,
-  optionsOrFn: DaemonOptions | Spawned,
-  maybeFn?: Spawned,
-): Spawned {
-  return maybeFn === undefined
-    ? register("daemon", spec, {}, optionsOrFn as Spawned)
-    : register("daemon", spec, optionsOrFn as DaemonOptions, maybeFn);
+export function daemon<S = Record<string, unknown>, T = Record<string, unknown>>(
+  spec: ResourceSpec | TypedResource<S>,
+  optionsOrFn: DaemonOptions | Spawned<S, T>,
+  maybeFn?: Spawned<S, T>,
+): Spawned<S, T> {
+  const fn = (maybeFn ?? optionsOrFn) as Spawned<S, T>;
+  const options = (maybeFn === undefined ? {} : optionsOrFn) as DaemonOptions;
+  register("daemon", spec, options, fn as Spawned<never, never>);
+  return fn;
 }
 
 /**
  * Registers a timer: a function run periodically per object (`interval`), optionally only when
  * the object has been unchanged for a while (`idle`); without both, it runs once.
- * @param spec The resource(s).
+ * @typeParam S The spec type, or a typed object (see `TypedObject`).
+ * @typeParam T The status type (ignored when `S` is a typed object).
+ * @param spec The resource(s), or a typed resource constant.
  * @param optionsOrFn The options, or the function when there are no options.
  * @param maybeFn The function, when options are given.
  * @returns The function, unchanged.
  */
-export function timer(
-  spec: ResourceSpec,
-  optionsOrFn: TimerOptions | Spawned,
-  maybeFn?: Spawned,
-): Spawned {
-  return maybeFn === undefined
-    ? register("timer", spec, {}, optionsOrFn as Spawned)
-    : register("timer", spec, optionsOrFn as TimerOptions, maybeFn);
+export function timer<S = Record<string, unknown>, T = Record<string, unknown>>(
+  spec: ResourceSpec | TypedResource<S>,
+  optionsOrFn: TimerOptions | Spawned<S, T>,
+  maybeFn?: Spawned<S, T>,
+): Spawned<S, T> {
+  const fn = (maybeFn ?? optionsOrFn) as Spawned<S, T>;
+  const options = (maybeFn === undefined ? {} : optionsOrFn) as TimerOptions;
+  register("timer", spec, options, fn as Spawned<never, never>);
+  return fn;
 }

@@ -65,7 +65,8 @@ export type StoppingReason =
   | "operator-pausing";
 
 /** The extra context of daemons and timers. */
-export interface SpawnedContext extends ResourceContext {
+export interface SpawnedContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
+  extends ResourceContext<Spec, Status> {
   /** Aborted when the task should stop (its reason tells why); poll it or await it. */
   readonly stopped: AbortSignal;
   /**

@@ -10,8 +10,16 @@ import type { OperatorSettings } from "../settings/settings.ts";
 import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission.ts";
 import type { Diff } from "../structs/diffs.ts";
 import type { Annotations, KubeObject, Labels, ObjectMeta } from "../structs/objects.ts";
-import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
+import type {
+  BodyOf,
+  DiffOf,
+  EssenceOf,
+  IsTypedObject,
+  PatchOf,
+  SpecOf,
+  StatusOf,
+} from "../structs/typed.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
 import type { ChangingHandler, Reason } from "./handlers.ts";
 import type { OperatorRegistry } from "./registries.ts";
@@ -47,16 +55,22 @@ export interface IndexView {
 /** Free-form per-object (or operator) memory, kept in memory only. */
 export type Memo = Record<string, unknown>;
 
-/** What every resource handler receives. */
+/**
+ * What every resource handler receives.
+ *
+ * @typeParam Spec The type of `spec`, or a typed object (see `TypedObject`), which then also
+ *   types `status`, `body`, `patch.spec`/`patch.status`, and `old`/`new`/`diff` of changes.
+ * @typeParam Status The type of `status` (ignored when `Spec` is a typed object).
+ */
 export interface ResourceContext<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
   /** The whole object, as last seen (treat as read-only). */
-  readonly body: KubeObject;
+  readonly body: BodyOf<Spec>;
   /** `body.spec` (an empty object when absent). */
-  readonly spec: Spec;
+  readonly spec: SpecOf<Spec>;
   /** `body.metadata`. */
   readonly meta: ObjectMeta;
   /** `body.status` (an empty object when absent). */
-  readonly status: Status;
+  readonly status: StatusOf<Spec, Status>;
   /** `metadata.name`. */
   readonly name: string | undefined;
   /** `metadata.namespace` (undefined for cluster-scoped objects). */
@@ -70,7 +84,7 @@ export interface ResourceContext<Spec = Record<string, unknown>, Status = Record
   /** The resource actually served (as discovered). */
   readonly resource: Resource;
   /** Changes to apply to the object after the handler, merged into the cycle's one patch. */
-  readonly patch: Patch;
+  readonly patch: PatchOf<Spec, Status>;
   /** The object's logger: messages are prefixed and (info and above) posted as Events. */
   readonly logger: Logger;
   /** The object's in-memory memo (a shallow copy of the operator's memo at first sight). */
@@ -103,11 +117,11 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
   /** Why the handler runs. */
   readonly reason: Reason;
   /** Essential changes since the last handled state (relative to `field` for field handlers). */
-  readonly diff: Diff;
-  /** The last handled essence (or the old field value). */
-  readonly old: unknown;
-  /** The current essence (or the new field value). */
-  readonly new: unknown;
+  readonly diff: DiffOf<Spec>;
+  /** The last handled essence (or the old field value); `undefined` when none. */
+  readonly old: OldNewOf<Spec>;
+  /** The current essence (or the new field value); `undefined` when none. */
+  readonly new: OldNewOf<Spec>;
   /** Attempts made before this one (0 on the first). */
   readonly retry: number;
   /** When the first attempt started. */
@@ -146,6 +160,26 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
   ): void;
 }
 
+/**
+ * `old`/`new` of resource-changing handlers: the essence of a typed object (handlers with a
+ * `field` get {@link FieldContext}, whose values are the field's), else `unknown`.
+ */
+export type OldNewOf<S> = IsTypedObject<S> extends true ? EssenceOf<S> | undefined : unknown;
+
+/**
+ * What handlers with a `field` receive (`on.field`, and `on.create/update/delete/resume` with
+ * the `field` option): `old`, `new` and `diff` are the field's, hence untyped.
+ */
+export interface FieldContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
+  extends Omit<ChangingContext<Spec, Status>, "old" | "new" | "diff"> {
+  /** The field's changes since the last handled state. */
+  readonly diff: Diff;
+  /** The old value of the field. */
+  readonly old: unknown;
+  /** The new value of the field. */
+  readonly new: unknown;
+}
+
 /** What admission handlers (on.validate, on.mutate) receive. */
 export interface AdmissionContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
   extends ResourceContext<Spec, Status> {
@@ -164,9 +198,9 @@ export interface AdmissionContext<Spec = Record<string, unknown>, Status = Recor
   /** What is done: `CREATE`, `UPDATE`, `DELETE` or `CONNECT`. */
   readonly operation: Operation | undefined;
   /** The old object (UPDATE, DELETE), else `undefined`. */
-  readonly old: KubeObject | undefined;
+  readonly old: BodyOf<Spec> | undefined;
   /** The new object (CREATE, UPDATE), else `undefined`. */
-  readonly new: KubeObject | undefined;
+  readonly new: BodyOf<Spec> | undefined;
   /** The changes from `old` to `new`. */
   readonly diff: Diff;
 }

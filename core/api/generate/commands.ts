@@ -1,0 +1,150 @@
+/**
+ * The developer-tooling commands: `kopf generate types|rbac`, `kopf init`, `kopf build`. Kept
+ * apart from the operator's own command line (`cli.ts` only dispatches here); each command's
+ * work lives in its own module, loaded when the command runs.
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { KubeClient } from "../../client/client.ts";
+import { CRD_RESOURCE } from "../../client/discovery.ts";
+import type { KubeObject } from "../../structs/objects.ts";
+
+/** What the tooling commands need from the command line around them. */
+export interface ToolingIo {
+  /** Prints a message line (progress, errors): standard error by default. */
+  readonly print: (line: string) => void;
+  /** Prints the command's output (generated text when no `-o`): standard output by default. */
+  readonly output: (text: string) => void;
+  /** Kubeconfig file to use unless `--kubeconfig` is given. */
+  readonly kubeconfig?: string | undefined;
+}
+
+const GENERATE_USAGE = `Usage: kopf generate types [OPTIONS] CRD_FILES...
+       kopf generate types --from-cluster [OPTIONS] [CRD_NAMES...]
+       kopf generate rbac [OPTIONS] [FILES]...
+
+types: TypeScript types and typed resource constants for custom resources, from the CRDs'
+  openAPIV3Schema (files, or the cluster's CRDs: all, or those named like kopfexamples.kopf.dev).
+rbac: a ServiceAccount, roles and bindings for the operator made of the given handler files
+  and modules (what it watches, patches, posts and peers), or --verify them in the cluster.
+
+Options (types):
+  -o, --output FILE         Write to FILE instead of standard output.
+      --import SPECIFIER    Where the types import the framework from (default: @kopf/ts).
+      --from-cluster        Read the CRDs from the cluster.
+Options (rbac): see kopf generate rbac --help.
+Common:
+      --kubeconfig PATH     Kubeconfig file.
+      --context NAME        Kubeconfig context.
+  -h, --help                Show this help.
+`;
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split("\n").map((l) => l.trim()).find(Boolean) ?? "unknown error";
+}
+
+/**
+ * Runs `kopf generate …`, `kopf init …` or `kopf build …`.
+ *
+ * @param command `generate`, `init` or `build`.
+ * @param args The arguments after the command.
+ * @param io Output channels and defaults.
+ * @returns The exit code: 0 on success, 1 with one `error:` line otherwise.
+ */
+export async function tooling(
+  command: "generate" | "init" | "build",
+  args: readonly string[],
+  io: ToolingIo,
+): Promise<number> {
+  try {
+    if (command === "generate") {
+      const [what, ...rest] = args;
+      if (!what || what === "-h" || what === "--help") {
+        io.output(GENERATE_USAGE);
+        return what ? 0 : 1;
+      }
+      if (what === "types") return await generateTypesCommand(rest, io);
+      throw new UsageError(`Unknown generator '${what}'; use types or rbac`);
+    }
+    throw new UsageError(`kopf ${command} is not available yet`);
+  } catch (error) {
+    io.print(`error: ${firstLine(error)}`);
+    return 1;
+  }
+}
+
+/** A user error: printed as one `error:` line. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+async function generateTypesCommand(args: readonly string[], io: ToolingIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      allowPositionals: true,
+      options: {
+        output: { type: "string", short: "o" },
+        import: { type: "string" },
+        "from-cluster": { type: "boolean" },
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${firstLine(error)} (see kopf generate --help)`);
+  }
+  const o = parsed.values;
+  if (o.help) {
+    io.output(GENERATE_USAGE);
+    return 0;
+  }
+  const { generateTypes, readCrdFiles } = await import("./types.ts");
+  let crds: KubeObject[];
+  if (o["from-cluster"]) {
+    crds = await clusterCrds(parsed.positionals, o.kubeconfig ?? io.kubeconfig, o.context);
+  } else {
+    if (!parsed.positionals.length) {
+      throw new UsageError("Give CRD files, or --from-cluster (see kopf generate --help)");
+    }
+    crds = await readCrdFiles(parsed.positionals);
+  }
+  const text = await generateTypes(crds, {
+    importFrom: o.import ?? "@kopf/ts",
+    command: ["kopf generate types", ...args].join(" "),
+  });
+  if (o.output) {
+    await Deno.writeTextFile(o.output, text);
+    io.print(`Wrote ${crds.length} CRD(s) as types to ${o.output}.`);
+  } else io.output(text);
+  return 0;
+}
+
+/** The cluster's CRDs: all of them, or those whose name, plural or group is given. */
+async function clusterCrds(
+  names: readonly string[],
+  kubeconfig: string | undefined,
+  context: string | undefined,
+): Promise<KubeObject[]> {
+  using client = await KubeClient.connect({
+    ...(kubeconfig ? { kubeconfig } : {}),
+    ...(context ? { context } : {}),
+  });
+  const { items } = await client.api.list(CRD_RESOURCE);
+  // Items of a list carry no kind of their own.
+  const all = items.map((crd) => ({ ...crd, kind: "CustomResourceDefinition" }));
+  const found = names.length ? all.filter((crd) => names.some((n) => matches(crd, n))) : all;
+  const missing = names.filter((n) => !all.some((crd) => matches(crd, n)));
+  if (missing.length) throw new UsageError(`No such CRD in the cluster: ${missing.join(", ")}`);
+  if (!found.length) throw new UsageError("The cluster has no CRDs");
+  return found.sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
+}
+
+function matches(crd: KubeObject, name: string): boolean {
+  const spec = crd.spec as { group?: string; names?: { plural?: string } } | undefined;
+  return name === crd.metadata?.name || name === spec?.names?.plural || name === spec?.group;
+}

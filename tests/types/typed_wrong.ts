@@ -1,0 +1,21 @@
+// Must NOT compile: each line marked `expected error` is a misuse that the types catch.
+// tests/typed_handlers_test.ts checks that `deno check` reports an error on every marked line.
+import { daemon, index, on } from "../../mod.ts";
+import { ClosedOnes, type KopfExample, KopfExamples } from "./_kopfexample.ts";
+
+on.create<KopfExample>("kopfexamples", ({ spec }) => spec.feild); // expected error
+on.create(KopfExamples, ({ spec }) => spec.duration.toFixed()); // expected error
+on.update(KopfExamples, ({ patch }) => {
+  patch.spec.feild = "x"; // expected error
+});
+on.delete(ClosedOnes, ({ patch }) => {
+  patch.status.mesage = "x"; // expected error
+});
+on.resume(ClosedOnes, ({ status }) => status.whatever); // expected error
+on.create(KopfExamples, ({ old }) => old.spec); // expected error
+on.update(KopfExamples, ({ diff }) => diff.filter(([, path]) => path[0] === "spek")); // expected error
+on.event(KopfExamples, ({ body }) => body.spec?.feild); // expected error
+on.validate(KopfExamples, ({ new: object }) => object?.spec?.feild); // expected error
+daemon(KopfExamples, ({ spec }) => spec.items?.push(1)); // expected error
+index(ClosedOnes, ({ status }) => status.count?.toUpperCase()); // expected error
+on.field(KopfExamples, { field: "spec.items" }, ({ spec }) => spec.itmes); // expected error
