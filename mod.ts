@@ -133,6 +133,9 @@ export {
   type ScanningSettings,
   type WatchingSettings,
 } from "./core/settings/settings.ts";
+export type { LeadershipSettings, ShardingSettings } from "./core/settings/scaling.ts";
+export type { ShardKey } from "./core/structs/shards.ts";
+export { LeadershipLostError } from "./core/engines/leadership.ts";
 export {
   AnnotationsProgressStorage,
   type AnnotationsProgressStorageOptions,

@@ -89,6 +89,8 @@ export interface SpawnedOperator extends AsyncDisposable {
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** Sends SIGTERM and waits for the exit code. */
   stop(): Promise<number>;
+  /** Sends a signal (e.g. SIGKILL) without waiting. */
+  kill(signal: Deno.Signal): void;
   /** Resolves with the exit code when the process exits. */
   readonly exited: Promise<number>;
 }
@@ -136,6 +138,11 @@ export async function spawnDeno(
         `output ${pattern}; got:\n${lines.join("\n")}`,
       ),
     stop,
+    kill: (signal) => {
+      try {
+        child.kill(signal);
+      } catch { /* already exited */ }
+    },
     [Symbol.asyncDispose]: async () => {
       await stop();
     },

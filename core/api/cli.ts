@@ -18,6 +18,8 @@ import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
 import { armUltimateExit } from "./embedding.ts";
+import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE } from "./cli_scaling.ts";
+import { LeadershipLostError } from "../engines/leadership.ts";
 import { configureLogging, type LogFormat, type LoggingOptions } from "./logging.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */
@@ -65,7 +67,7 @@ Options:
                             apply the CRDs from crds/ (and --crd files), print its kubeconfig.
       --crd FILE            With --embedded: also apply this YAML file; repeatable.
       --context NAME        Kubeconfig context.
-${LOGGING_USAGE}  -h, --help                Show this help.
+${SCALING_USAGE}${LOGGING_USAGE}  -h, --help                Show this help.
 
 Every option can also be given as an environment variable KOPF_RUN_<NAME> (see docs/cli.md);
 options on the command line win. Other commands: kopf freeze, kopf resume (pause and resume
@@ -116,6 +118,7 @@ const RUN_OPTIONS = {
   embedded: { type: "boolean" },
   crd: { type: "string", multiple: true },
   context: { type: "string" },
+  ...SCALING_OPTIONS,
   ...LOGGING_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
@@ -332,6 +335,8 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   const settings = createSettings();
   // As in Kopf, where --quiet keeps info messages from ever reaching the Events poster.
   if (o.quiet) settings.posting.level = "warning";
+  const scaling = applyScalingOptions(o, settings);
+  if (scaling) return fail(scaling);
   let signals = 0;
   let ultimate: ReturnType<typeof setTimeout> | undefined;
   const onSignal = () => {
@@ -370,7 +375,8 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   } catch (error) {
     if (
       error instanceof ConfigError || error instanceof OperatorStartError ||
-      error instanceof ActivityError || error instanceof LoginError
+      error instanceof ActivityError || error instanceof LoginError ||
+      error instanceof LeadershipLostError || error instanceof RangeError
     ) {
       return fail(error.message);
     }

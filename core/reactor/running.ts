@@ -23,6 +23,7 @@ import {
 } from "../client/connection_fields.ts";
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
+import { LeaderElector, replicaIdentity } from "../engines/leadership.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
 import { serveLiveness } from "../engines/probing.ts";
@@ -150,8 +151,6 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     settings.peering.name = options.peering;
     settings.peering.mandatory = true;
   }
-  const peeringStop = new AbortController();
-  let peered: Promise<void> | undefined;
 
   // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
   try {
@@ -173,58 +172,18 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     listeners.push(poster.listener);
     try {
       await checkConnection(client, signal);
-      const pause = new OperatorPause();
-      const peering = await startPeering({
-        api: client.api,
-        settings: settings.peering,
-        watching: settings.watching,
-        identity: options.identity ?? detectIdentity(),
-        namespaces,
-        pause,
-        logger: logger.child(["kopf", "peering"]),
-        signal: AbortSignal.any([signal, peeringStop.signal]),
-        exitTimeout: settings.process.gracePeriod,
-      }).catch((error) => {
-        if (signal.aborted) throw error;
-        throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, { cause: error });
-      });
-      peered = peering?.finished;
-      const posting = poster.run(signal);
-      const orchestrator = new Orchestrator({
-        client,
-        registry,
-        settings,
-        logger,
-        lifecycle: options.lifecycle ?? getDefaultLifecycle(),
-        memo,
-        namespaces,
-        clusterwide,
-        limiter: settings.execution.maxWorkers
-          ? new Semaphore(settings.execution.maxWorkers)
-          : undefined,
-        signal,
-        onReady: options.onReady,
-        ...(peering ? { paused: pause } : {}),
-      });
-      options.observe?.(() => orchestrator.stats());
-      const admission = registry.webhooks().length
-        ? startAdmission({
-          client,
-          registry,
-          settings,
-          logger,
-          memo,
-          memoOf: (uid: string) => orchestrator.memoOf(uid),
-          indices: orchestrator.indices,
-          signal,
+      const leader = settings.leadership.enabled
+        ? new LeaderElector({
+          api: client.api,
+          settings: settings.leadership,
+          namespace: settings.leadership.namespace ?? client.http.connection.namespace ??
+            "default",
+          identity: settings.leadership.identity ?? replicaIdentity(),
+          logger: logger.child(["kopf", "leadership"]),
         })
         : undefined;
-      await admission?.ready.catch((error) => {
-        if (signal.aborted) return;
-        throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
-          cause: error,
-        });
-      });
+      // The liveness endpoint serves standbys too (else the kubelet restarts them).
+      let current: Orchestrator | undefined;
       const liveness = options.liveness
         ? serveLiveness({
           url: options.liveness,
@@ -232,28 +191,110 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           memo,
           settings,
           logger,
-          problems: () => orchestrator.problems(),
-          indices: orchestrator.indices,
+          problems: () => current?.problems(),
+          indices: new Proxy({}, {
+            get: (_, name) => typeof name === "string" ? current?.indices[name] : undefined,
+            has: (_, name) => typeof name === "string" && name in (current?.indices ?? {}),
+            ownKeys: () => Reflect.ownKeys(current?.indices ?? {}),
+            getOwnPropertyDescriptor: (_, name) =>
+              Reflect.getOwnPropertyDescriptor(current?.indices ?? {}, name),
+          }),
           signal,
         })
         : undefined;
-      const running = withPoster(poster, () => orchestrator.run());
-      const stopped = new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        signal.addEventListener("abort", () => resolve(), { once: true });
-      });
-      // A failing orchestration (or webhook server) ends the operator too.
-      await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])]);
-      logger.info("Stop requested; finishing the current cycles.");
-      await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
-      await posting;
-      await liveness?.finished;
-      await admission?.finished; // the managed webhook configurations are cleaned up by now
+      const serve = async (signal: AbortSignal): Promise<void> => {
+        const pause = new OperatorPause();
+        const peeringStop = new AbortController();
+        let peered: Promise<void> | undefined;
+        try {
+          const peering = await startPeering({
+            api: client.api,
+            settings: settings.peering,
+            watching: settings.watching,
+            identity: options.identity ?? detectIdentity(),
+            namespaces,
+            pause,
+            logger: logger.child(["kopf", "peering"]),
+            signal: AbortSignal.any([signal, peeringStop.signal]),
+            exitTimeout: settings.process.gracePeriod,
+          }).catch((error) => {
+            if (signal.aborted) throw error;
+            throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, {
+              cause: error,
+            });
+          });
+          peered = peering?.finished;
+          const posting = poster.run(signal);
+          const orchestrator = new Orchestrator({
+            client,
+            registry,
+            settings,
+            logger,
+            lifecycle: options.lifecycle ?? getDefaultLifecycle(),
+            memo,
+            namespaces,
+            clusterwide,
+            limiter: settings.execution.maxWorkers
+              ? new Semaphore(settings.execution.maxWorkers)
+              : undefined,
+            signal,
+            onReady: options.onReady,
+            ...(peering ? { paused: pause } : {}),
+          });
+          current = orchestrator;
+          options.observe?.(() => orchestrator.stats());
+          const admission = registry.webhooks().length
+            ? startAdmission({
+              client,
+              registry,
+              settings,
+              logger,
+              memo,
+              memoOf: (uid: string) => orchestrator.memoOf(uid),
+              indices: orchestrator.indices,
+              signal,
+            })
+            : undefined;
+          await admission?.ready.catch((error) => {
+            if (signal.aborted) return;
+            throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
+              cause: error,
+            });
+          });
+          const running = withPoster(poster, () => orchestrator.run());
+          const stopped = new Promise<void>((resolve) => {
+            if (signal.aborted) resolve();
+            signal.addEventListener("abort", () => resolve(), { once: true });
+          });
+          // A failing orchestration (or webhook server) ends the operator too.
+          await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])]);
+          logger.info("Stop requested; finishing the current cycles.");
+          await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
+          await posting;
+          await admission?.finished; // the managed webhook configurations are cleaned up by now
+        } finally {
+          // Our peering entries are removed only after the streams stopped.
+          peeringStop.abort();
+          await peered;
+        }
+      };
+      try {
+        // Standby → leading → (on a lost Lease: exit, or standby again) until stopped.
+        for (;;) {
+          if (leader && !(await leader.acquire(signal))) break;
+          try {
+            await serve(leader ? AbortSignal.any([signal, leader.lost]) : signal);
+          } finally {
+            await leader?.release();
+          }
+          if (!leader?.lost.aborted || signal.aborted) break;
+          if (settings.leadership.onLost === "exit") throw leader.lost.reason;
+        }
+      } finally {
+        await liveness?.finished;
+      }
       if (loginFailure.signal.aborted) throw loginFailure.signal.reason;
     } finally {
-      // Our peering entries are removed only after the streams stopped.
-      peeringStop.abort();
-      await peered;
       if (ownClient) client[Symbol.dispose]();
     }
   } finally {

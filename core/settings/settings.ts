@@ -10,6 +10,14 @@
 import type { WebhookServeFn, WebhookServerProtocol } from "../structs/admission.ts";
 import { AnnotationsDiffBaseStorage, type DiffBaseStorage } from "./diffbase.ts";
 import { type ProgressStorage, SmartProgressStorage } from "./progress.ts";
+import {
+  leadershipDefaults,
+  type LeadershipSettings,
+  shardingDefaults,
+  type ShardingSettings,
+} from "./scaling.ts";
+
+export type { LeadershipSettings, ShardingSettings } from "./scaling.ts";
 
 /** Log levels, lowest first. */
 export type LogLevel = "debug" | "info" | "warning" | "error" | "critical";
@@ -219,6 +227,10 @@ export interface OperatorSettings {
   networking: NetworkingSettings;
   /** State on objects. */
   persistence: PersistenceSettings;
+  /** Leader election (active/standby replicas); see docs/scaling.md. */
+  leadership: LeadershipSettings;
+  /** Sharded replicas (active/active); see docs/scaling.md. */
+  sharding: ShardingSettings;
 }
 
 /** Kopf's default finalizer. */
@@ -319,6 +331,8 @@ export function createSettings(
       diffbaseStorage: new AnnotationsDiffBaseStorage(),
       ...overrides.persistence,
     },
+    leadership: leadershipDefaults(overrides.leadership),
+    sharding: shardingDefaults(overrides.sharding),
   };
   return settings;
 }

@@ -1,0 +1,214 @@
+/**
+ * Leader election against the real API server: two replicas, only the holder of the Lease
+ * handles and the standby sends nothing but Lease requests; a graceful stop releases the Lease
+ * so the standby takes over at once; SIGTERM and SIGKILL of a `kopf run --leader-elect` leader;
+ * a leader cut off from the API server stops handling after the renew deadline.
+ * Lease timings are shortened (lease 4 s, deadline 3 s, retry 0.5 s) so expiries fit a test.
+ */
+
+import assert from "node:assert/strict";
+import { on } from "../core/api/on.ts";
+import { daemon } from "../core/api/spawning.ts";
+import { KubeClient } from "../core/client/client.ts";
+import type { Lease } from "../core/client/leases.ts";
+import { LEASES } from "../core/client/leases.ts";
+import { LeadershipLostError } from "../core/engines/leadership.ts";
+import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
+import { spawnOperator, startOperator } from "./_operator.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  PausableTcpProxy,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+function settings(namespace: string, tweak: (s: OperatorSettings) => void = () => {}) {
+  const s = createSettings({
+    posting: { enabled: false },
+    leadership: {
+      enabled: true,
+      namespace,
+      leaseDuration: 4,
+      renewDeadline: 3,
+      retryPeriod: 0.5,
+    },
+  });
+  tweak(s);
+  return s;
+}
+
+async function setup(prefix: string) {
+  const client = await testClient();
+  await applyCrds(client, "crds/example.yaml");
+  const namespace = await testNamespace(prefix);
+  return { client, namespace };
+}
+
+async function createExample(client: KubeClient, namespace: string, name: string) {
+  await client.api.create(KOPFEXAMPLES, {
+    apiVersion: "kopf.dev/v1",
+    kind: "KopfExample",
+    metadata: { name },
+    spec: {},
+  }, { namespace });
+}
+
+async function holder(client: KubeClient, namespace: string, name = "kopf-leader") {
+  const lease = await client.api.get<Lease>(LEASES, name, { namespace });
+  return lease.spec?.holderIdentity ?? "";
+}
+
+function recording(seen: string[]) {
+  return (registry: Parameters<Parameters<typeof startOperator>[0]>[0]) => {
+    on.create("kopfexamples", { registry }, function create_fn({ name }) {
+      seen.push(name ?? "");
+    });
+  };
+}
+
+Deno.test(
+  "leader election: only the leader handles, the standby sends only Lease requests, a graceful stop releases the Lease and the standby takes over (X-SCALE-01, X-SCALE-02)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-two");
+    using _ = client;
+    const seenA: string[] = [];
+    const seenB: string[] = [];
+    const a = await startOperator(recording(seenA), {
+      namespaces: [namespace],
+      settings: settings(namespace, (s) => (s.leadership.identity = "replica-a")),
+    });
+    try {
+      await a.waitForLog(/Leading: acquired Lease/);
+      await using b = await startOperator(recording(seenB), {
+        namespaces: [namespace],
+        settings: settings(namespace, (s) => (s.leadership.identity = "replica-b")),
+      });
+      await b.waitForLog(/Standing by: Lease .* is held by replica-a/);
+      const before = b.client.counters.snapshot();
+      await a.ready;
+      await createExample(client, namespace, "one");
+      await eventually(() => seenA.includes("one"), 30_000, "the leader to handle 'one'");
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // a few standby rounds
+      const standby = b.client.counters.since(before);
+      assert.ok(standby.count({ resource: "leases" }) > 0, "the standby keeps trying");
+      assert.equal(standby.count(), standby.count({ resource: "leases" }), "nothing but Leases");
+      assert.equal(seenB.length, 0);
+
+      await a.stop();
+      // Released, not left to expire: empty, or already the standby's.
+      assert.notEqual(await holder(client, namespace), "replica-a");
+      await b.waitForLog(/Leading: acquired Lease/);
+      await createExample(client, namespace, "two");
+      await eventually(() => seenB.includes("two"), 30_000, "the new leader to handle 'two'");
+      assert.deepEqual(seenA, ["one"]);
+      assert.deepEqual(seenB, ["two"]);
+    } finally {
+      await a.stop();
+    }
+  },
+);
+
+Deno.test(
+  "leader election with kopf run: SIGTERM hands over at once, SIGKILL after the lease expires; every object handled once (X-SCALE-03)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-cli");
+    using _ = client;
+    const args = (replica: string) =>
+      spawnOperator(
+        [
+          "tests/_scaling_operator.ts",
+          "-n",
+          namespace,
+          "--standalone",
+          "--leader-elect",
+          "--lease-namespace",
+          namespace,
+          "--log-format",
+          "plain",
+        ],
+        { REPLICA: replica, POD_NAME: `pod-${replica}`, KOPF_TEST_LEASE: "4,3,0.5" },
+      );
+    const ops = [await args("a"), await args("b")];
+    const all = () => ops.flatMap((op) => op.lines);
+    try {
+      const leading = () => ops.findIndex((op) => op.lines.some((l) => /Leading:/.test(l)));
+      await eventually(() => leading() >= 0, 60_000, "a leader");
+      const first = ops[leading()]!;
+      const second = ops[1 - leading()]!;
+      await second.waitForLine(/Standing by/, 30_000);
+      await createExample(client, namespace, "one");
+      await eventually(() => first.lines.some((l) => l.startsWith(`RUN create ${namespace}/one`)));
+
+      assert.equal(await first.stop(), 0, "a graceful exit");
+      assert.ok(first.lines.some((l) => /Released leadership/.test(l)), first.lines.join("\n"));
+      await second.waitForLine(/Leading:/, 30_000);
+      await createExample(client, namespace, "two");
+      await eventually(() => second.lines.some((l) => l.startsWith(`RUN create ${namespace}/two`)));
+
+      const third = await args("c");
+      ops.push(third);
+      await third.waitForLine(/Standing by/, 60_000);
+      second.kill("SIGKILL");
+      await second.exited;
+      await third.waitForLine(/Leading:/, 30_000);
+      await createExample(client, namespace, "three");
+      await eventually(() =>
+        third.lines.some((l) => l.startsWith(`RUN create ${namespace}/three`))
+      );
+
+      const creates = all().filter((l) => l.startsWith("RUN create "));
+      assert.deepEqual(creates.map((l) => l.split(" ")[2]).sort(), [
+        `${namespace}/one`,
+        `${namespace}/three`,
+        `${namespace}/two`,
+      ]);
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
+
+Deno.test(
+  "a leader that cannot renew stops handling at once: its daemon is stopped and it exits with LeadershipLostError (X-SCALE-04)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-lost");
+    using _ = client;
+    await createExample(client, namespace, "d");
+    const server = new URL(client.http.connection.server);
+    const proxy = new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
+    const proxied = new KubeClient({
+      ...client.http.connection,
+      server: `https://127.0.0.1:${proxy.port}`,
+    });
+    const stops: string[] = [];
+    let started = 0;
+    const op = await startOperator((registry) => {
+      daemon("kopfexamples", { registry }, async function worker({ signal }) {
+        started++;
+        await new Promise<void>((resolve) =>
+          signal.addEventListener("abort", () => resolve(), { once: true })
+        );
+        stops.push(String(signal.reason));
+      });
+    }, { namespaces: [namespace], client: proxied, settings: settings(namespace) });
+    try {
+      await eventually(() => started === 1, 30_000, "the daemon to start");
+      proxy.pause();
+      await op.waitForLog(/Leadership lost: could not renew/, 30_000);
+      await eventually(() => stops.length === 1, 30_000, "the daemon to be stopped");
+      const error = await op.stop().then(() => undefined, (e) => e);
+      assert.ok(error instanceof LeadershipLostError, String(error));
+    } finally {
+      proxy.resume();
+      await op.stop().catch(() => {});
+      await proxy[Symbol.asyncDispose]();
+    }
+  },
+);
