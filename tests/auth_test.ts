@@ -280,6 +280,7 @@ Deno.test(
       assert.equal(connection.namespace, home);
       const settings = createSettings({ posting: { aggregationWindow: 0.2 } });
       settings.posting.eventNamePrefix = "custom-prefix-";
+      settings.posting.loggers = true; // the Event comes from the log line of the handler
       await using op = await startOperator((registry) => {
         on.create("namespaces", { registry, labels: { "kopf-test": home } }, function greet() {
           return "hello";

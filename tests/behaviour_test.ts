@@ -38,6 +38,11 @@ const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
 const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 const OTHER_FINALIZER = "example.com/other-controller";
 
+/** For tests of the Events posted from log messages (off by default, as in Kopf 1.44+). */
+function postLogMessages(settings: OperatorSettings): void {
+  settings.posting.loggers = true;
+}
+
 /** Settings for fast tests: quick Events, quick stops. */
 function fast(
   tweak: (settings: OperatorSettings) => void = () => {},
@@ -188,7 +193,10 @@ Deno.test(
       });
     };
 
-    const first = await startOperator(setup, { namespaces: [namespace], settings: fast() });
+    const first = await startOperator(setup, {
+      namespaces: [namespace],
+      settings: fast(postLogMessages),
+    });
     await first.ready;
     await client.api.create(KOPFEXAMPLES, example("a", { field: "value" }), { namespace });
     const record = await eventually(
@@ -208,7 +216,10 @@ Deno.test(
     assert.ok(delayed - started >= 2_900 && delayed - started < 4_000, `${JSON.stringify(record)}`);
 
     process = 2;
-    await using second = await startOperator(setup, { namespaces: [namespace], settings: fast() });
+    await using second = await startOperator(setup, {
+      namespaces: [namespace],
+      settings: fast(postLogMessages),
+    });
     await second.ready;
     const startedBeforeDue = Date.now() < delayed;
     const done = await eventually(
@@ -262,7 +273,7 @@ Deno.test(
       on.update("kopfexamples", { registry, id: "update_fn" }, () => {
         calls.update++;
       });
-    }, { namespaces: [namespace], settings: fast() });
+    }, { namespaces: [namespace], settings: fast(postLogMessages) });
     await op.ready;
     await client.api.create(KOPFEXAMPLES, example("a", { size: 1 }), { namespace });
     await op.waitForLog(/^Creation is processed: 0 succeeded; 2 failed\.$/, 20_000);

@@ -276,7 +276,14 @@ async function runAsPod(
     return `--liveness=${url.href}`;
   });
   assert.ok(liveness, `no --liveness in the container's arguments: ${container.args}`);
-  const op = await spawnOperator([HANDLERS, "--verbose", ...args], {
+  // The second file turns on settings.posting.loggers (off by default, as in Kopf 1.44+), so that
+  // the handler's log messages are posted as Events with the ServiceAccount's token.
+  const op = await spawnOperator([
+    HANDLERS,
+    "tests/fixtures/post_log_messages.ts",
+    "--verbose",
+    ...args,
+  ], {
     KUBECONFIG: kubeconfig,
     POD_ID: podId,
   });

@@ -1,8 +1,10 @@
 /**
  * Posting Kubernetes Events explicitly from handlers: `event`, `info`, `warn`, `exception`.
  * Events may be about any object (with apiVersion, kind, metadata.name/uid/namespace). They go
- * through the operator's aggregated, rate-limited poster and obey `settings.posting.enabled`.
- * Events about Events are silently skipped.
+ * through the operator's aggregated, rate-limited poster and obey `settings.posting.enabled`;
+ * as in Kopf, `info`, `warn` and `exception` also obey `settings.posting.level` (as `info`,
+ * `warning` and `error`), while `event` posts at any level. They are posted whether or not
+ * `settings.posting.loggers` is on. Events about Events are silently skipped.
  *
  * @example
  * ```ts
@@ -18,6 +20,7 @@
 import { buildObjectReference } from "../actions/loggers.ts";
 import { currentPosters } from "../engines/posting.ts";
 import type { KubeObject } from "../structs/objects.ts";
+import type { LogLevel } from "../settings/settings.ts";
 
 /** What an explicit Event says. */
 export interface EventMessage {
@@ -36,8 +39,17 @@ export function event(
   objects: KubeObject | readonly KubeObject[],
   options: EventMessage & { readonly type: string },
 ): void {
+  post(objects, options, undefined);
+}
+
+function post(
+  objects: KubeObject | readonly KubeObject[],
+  options: EventMessage & { readonly type: string },
+  level: LogLevel | undefined,
+): void {
   const list = Array.isArray(objects) ? objects as readonly KubeObject[] : [objects as KubeObject];
   for (const poster of currentPosters()) {
+    if (level !== undefined && !poster.acceptsExplicit(level)) continue;
     for (const object of list) {
       poster.enqueue({
         ref: buildObjectReference(object),
@@ -55,7 +67,7 @@ export function event(
  * @param options Reason and message.
  */
 export function info(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
-  event(objects, { ...options, type: "Normal" });
+  post(objects, { ...options, type: "Normal" }, "info");
 }
 
 /**
@@ -64,7 +76,7 @@ export function info(objects: KubeObject | readonly KubeObject[], options: Event
  * @param options Reason and message.
  */
 export function warn(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
-  event(objects, { ...options, type: "Warning" });
+  post(objects, { ...options, type: "Warning" }, "warning");
 }
 
 /**
@@ -81,5 +93,5 @@ export function exception(
   const name = error instanceof Error ? error.name : "Error";
   const detail = error instanceof Error ? error.message : error === undefined ? "" : String(error);
   const message = [options.message, detail].filter(Boolean).join(" ");
-  event(objects, { type: "Error", reason: options.reason || name, message });
+  post(objects, { type: "Error", reason: options.reason || name, message }, "error");
 }

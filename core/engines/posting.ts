@@ -1,6 +1,7 @@
 /**
- * The Events poster: turns object log messages (and explicit `event()` calls) into core/v1
- * Events, aggregated and rate-limited so that a noisy handler cannot flood the API server.
+ * The Events poster: turns explicit `event()` calls (and, with `settings.posting.loggers`, object
+ * log messages) into core/v1 Events, aggregated and rate-limited so that a noisy handler cannot
+ * flood the API server.
  *
  * Messages are queued; a batch is posted shortly after the first message arrives, then at most
  * once per aggregation window. Within a batch, identical messages about one object become one
@@ -86,9 +87,23 @@ export class EventPoster {
     });
   }, { accepts: (level: LogLevel, local: boolean): boolean => this.#accepts(level, local) });
 
-  /** Whether a message of this level and locality can become an Event (settings are live). */
+  /**
+   * Whether a log message of this level and locality can become an Event: only with
+   * `settings.posting.loggers` (off by default, as in Kopf 1.44+). Settings are read live.
+   */
   #accepts(level: LogLevel, local: boolean): boolean {
-    return !local && this.#settings.enabled && isAtLeast(level, this.#settings.level);
+    return !local && this.#settings.enabled && this.#settings.loggers &&
+      isAtLeast(level, this.#settings.level);
+  }
+
+  /**
+   * Whether an explicit Event of this level is posted: `settings.posting.enabled` and
+   * `settings.posting.level` (as Kopf's `info`/`warn`/`exception`; read live).
+   * @param level The Event's level (`info` for Normal, `warning`, `error`).
+   * @returns Whether to enqueue it.
+   */
+  acceptsExplicit(level: LogLevel): boolean {
+    return this.#settings.enabled && isAtLeast(level, this.#settings.level);
   }
 
   /**

@@ -48,8 +48,30 @@ Deno.test("shortenMessage() cuts the middle of longer messages to 1024 character
 
 // --- listener filtering ----------------------------------------------------------------------------
 
-Deno.test("EventPoster.listener queues object messages at info and above by default (LOG-07, CFG-21)", () => {
-  const { poster, objectLogger } = setup();
+Deno.test("EventPoster.listener queues no log messages by default: settings.posting.loggers is off, as in Kopf 1.44+ (K26-01)", () => {
+  const { poster, settings, objectLogger, root } = setup();
+  assert.equal(settings.loggers, false);
+  assert.equal(settings.enabled, true);
+  for (const level of ["debug", "info", "warning", "error", "critical"] as const) {
+    objectLogger.log(level, level);
+    assert.equal(poster.listener.accepts!(level, false), false);
+  }
+  root.forObject(KEX).exception("exception", new Error("x"));
+  assert.equal(poster.pending, 0);
+  poster.enqueue({
+    ref: { kind: "KopfExample", name: "kex1" },
+    type: "Normal",
+    reason: "R",
+    message: "explicit",
+  });
+  assert.equal(poster.pending, 1, "explicit Events are still posted");
+  settings.loggers = true; // read live
+  objectLogger.info("info");
+  assert.equal(poster.pending, 2);
+});
+
+Deno.test("EventPoster.listener queues object messages at info and above with loggers on (LOG-07, CFG-21)", () => {
+  const { poster, objectLogger } = setup({ loggers: true });
   objectLogger.debug("debug");
   assert.equal(poster.pending, 0);
   objectLogger.info("info");
@@ -62,7 +84,7 @@ Deno.test("EventPoster.listener queues object messages at info and above by defa
 });
 
 Deno.test("EventPoster.listener honours the level threshold, read live (CFG-21, LOG-07)", () => {
-  const { poster, settings, objectLogger } = setup({ level: "warning" });
+  const { poster, settings, objectLogger } = setup({ level: "warning", loggers: true });
   objectLogger.info("info");
   assert.equal(poster.pending, 0);
   objectLogger.warning("warning");
@@ -76,7 +98,7 @@ Deno.test("EventPoster.listener honours the level threshold, read live (CFG-21, 
 });
 
 Deno.test("EventPoster.listener skips local object loggers (HK-EVT-02, LOG-06)", () => {
-  const { poster, root } = setup();
+  const { poster, root } = setup({ loggers: true });
   const local = root.forObject(KEX, { local: true });
   local.info("from an event handler");
   local.error("failure of an event handler");
@@ -86,14 +108,14 @@ Deno.test("EventPoster.listener skips local object loggers (HK-EVT-02, LOG-06)",
 });
 
 Deno.test("EventPoster.listener skips messages not about an object (LOG-07)", () => {
-  const { poster, root } = setup();
+  const { poster, root } = setup({ loggers: true });
   root.info("operator-level");
   root.child(["kopf", "activities"]).error("activity");
   assert.equal(poster.pending, 0);
 });
 
 Deno.test("EventPoster.listener drops messages about Event objects (LOG-12, SUB-70)", () => {
-  const { poster, root } = setup();
+  const { poster, root } = setup({ loggers: true });
   const coreEvent = { apiVersion: "v1", kind: "Event", metadata: { name: "e1", namespace: "ns" } };
   const newEvent = { ...coreEvent, apiVersion: "events.k8s.io/v1" };
   root.forObject(coreEvent).info("about a core event");
@@ -105,7 +127,7 @@ Deno.test("EventPoster.listener drops messages about Event objects (LOG-12, SUB-
 });
 
 Deno.test("EventPoster queues nothing when posting is disabled, read live (CFG-20, CFG-22)", () => {
-  const { poster, settings, objectLogger } = setup({ enabled: false });
+  const { poster, settings, objectLogger } = setup({ enabled: false, loggers: true });
   objectLogger.error("error");
   poster.enqueue({
     ref: { kind: "KopfExample", name: "kex1" },
@@ -141,16 +163,18 @@ Deno.test("EventPoster.listener.accepts() agrees with what the listener queues (
   const { settings, poster, root } = setup();
   const accepts = poster.listener.accepts!;
   const levels = ["debug", "info", "warning", "error", "critical"] as const;
-  for (const enabled of [true, false]) {
-    for (const minimum of levels) {
-      settings.enabled = enabled;
-      settings.level = minimum;
-      for (const level of levels) {
-        for (const local of [false, true]) {
-          const before = poster.pending;
-          root.forObject(KEX, { local }).log(level, "message");
-          const queued = poster.pending > before;
-          assert.equal(accepts(level, local), queued, `${enabled} ${minimum} ${level} ${local}`);
+  for (const loggers of [true, false]) {
+    for (const enabled of [true, false]) {
+      for (const minimum of levels) {
+        Object.assign(settings, { loggers, enabled, level: minimum });
+        for (const level of levels) {
+          for (const local of [false, true]) {
+            const before = poster.pending;
+            root.forObject(KEX, { local }).log(level, "message");
+            const queued = poster.pending > before;
+            const what = `${loggers} ${enabled} ${minimum} ${level} ${local}`;
+            assert.equal(accepts(level, local), queued, what);
+          }
         }
       }
     }

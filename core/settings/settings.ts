@@ -51,8 +51,17 @@ export interface ProcessSettings {
 
 /** `settings.posting`: object log messages posted as Kubernetes Events. */
 export interface PostingSettings {
-  /** Post object log messages as Events. @default true */
+  /**
+   * Post Events at all: the explicit `event()`, `info()`, `warn()`, `exception()`, and (with
+   * `loggers`) object log messages. @default true
+   */
   enabled: boolean;
+  /**
+   * Also post the object loggers' messages (the handlers' `logger` and the framework's own lines
+   * such as "Handler 'x' succeeded.") as Events, as Kopf did before 1.44. Off by default since
+   * Kopf 1.44, to spare the API server of large clusters. @default false
+   */
+  loggers: boolean;
   /** Lowest level that is posted. @default "info" */
   level: LogLevel;
   /** `reportingComponent` / `source.component` of Events. @default "kopf" */
@@ -269,6 +278,7 @@ export function createSettings(
     },
     posting: {
       enabled: true,
+      loggers: false,
       level: "info",
       reportingComponent: "kopf",
       reportingInstance: "dev",

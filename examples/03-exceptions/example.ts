@@ -12,7 +12,8 @@
  * - `instant_failure_with_traceback` throws the same ordinary error, but with
  *   `errors: ErrorsMode.PERMANENT` it fails on the first attempt.
  * After about three seconds the creation is done: 1 succeeded, 3 failed. Failures are logged
- * (and posted as Events) but never retried for this creation again.
+ * (and, with `settings.posting.loggers` on, posted as Events) but never retried for this
+ * creation again.
  *
  *   kubectl apply -f crds/example.yaml
  *   deno run -A cli.ts run examples/03-exceptions/example.ts --verbose

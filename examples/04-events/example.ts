@@ -1,6 +1,6 @@
 /**
- * Posting Kubernetes Events explicitly, besides the ones the framework posts from handler logs.
- * Port of Kopf's example 04-events.
+ * Posting Kubernetes Events explicitly. Port of Kopf's example 04-events. These are posted
+ * whether or not log messages are (`settings.posting.loggers`, off by default as in Kopf 1.44+).
  *
  * On creation, `create_fn` posts four Events about the object: one of a custom type with
  * `event()`, a `Normal` one with `info()`, a `Warning` one with `warn()`, and an `Error` one
