@@ -115,7 +115,25 @@ interface Contender {
 }
 
 /** Contenders that run only when named in `--only` (diagnostic variants). */
-const OPT_IN = new Set(["kopf-ts-noevents"]);
+const OPT_IN = new Set([
+  "kopf-ts-noevents",
+  ...["kopf-ts", "kopf-py"].flatMap((id) => [`${id}-logs-off`, `${id}-logs-on`]),
+]);
+
+/**
+ * The Events of log messages counted both ways: without `-q` (so that info messages reach the
+ * poster), with `settings.posting.loggers` off (the default, as in Kopf 1.44+) and on.
+ */
+function logEventVariants(base: Contender): Contender[] {
+  const verbose = (ns: string) => base.command(ns).filter((arg) => arg !== "-q");
+  return [false, true].map((on) => ({
+    ...base,
+    id: `${base.id}-logs-${on ? "on" : "off"}`,
+    label: `${base.label}, no -q, posting.loggers ${on ? "on" : "off"}`,
+    command: verbose,
+    env: on ? { BENCH_LOGGERS: "1" } : {},
+  }));
+}
 
 function contenders(venv: string | undefined): Contender[] {
   const kopfTs = (ns: string) => [
@@ -135,8 +153,9 @@ function contenders(venv: string | undefined): Contender[] {
     command: kopfTs,
     env: { BENCH_NO_EVENTS: "1" },
   }];
+  list.push(...logEventVariants(list[0]!));
   if (venv) {
-    list.push({
+    const kopfPy: Contender = {
       id: "kopf-py",
       label: "Kopf (Python)",
       userAgent: "kopf/",
@@ -144,7 +163,8 @@ function contenders(venv: string | undefined): Contender[] {
         `${venv}/bin/kopf`,
         ...["run", "--standalone", "-n", ns, "-q", "bench/handlers/kopf_py.py"],
       ],
-    });
+    };
+    list.push(kopfPy, ...logEventVariants(kopfPy));
   }
   list.push({
     id: "raw-floor",

@@ -8,6 +8,7 @@ The benchmark's handlers for Python Kopf: the same three handlers as ``kopf_ts.t
 
 The handlers are ``async def``: that is Kopf's fastest path (no thread-pool hop per handler).
 Every run is appended to ``$BENCH_RUNLOG`` so that the harness can count handler runs.
+With ``BENCH_LOGGERS=1`` (the ``kopf-py-logs-on`` contender) log messages are posted as Events.
 
     kopf run --standalone -n NAMESPACE -q bench/handlers/kopf_py.py
 """
@@ -37,6 +38,12 @@ async def update_fn(name, spec, **_):
     started = time.time() * 1000
     _record('update', name, started)
     return {'value': spec.get('value'), 'started': started}
+
+
+if os.environ.get('BENCH_LOGGERS') == '1':
+    @kopf.on.startup()
+    async def log_events(settings: kopf.OperatorSettings, **_):
+        settings.posting.loggers = True
 
 
 if os.environ.get('BENCH_DELETE') == '1':

@@ -8,7 +8,8 @@
  *
  * Every run is appended to `$BENCH_RUNLOG` (one line per handler run) so that the harness can
  * count handler runs independently of what reaches the API server. With `BENCH_NO_EVENTS=1`
- * (the harness's opt-in `kopf-ts-noevents` contender) posting of Events is switched off.
+ * (the harness's opt-in `kopf-ts-noevents` contender) posting of Events is switched off; with
+ * `BENCH_LOGGERS=1` (`kopf-ts-logs-on`) log messages are posted as Events too.
  *
  *   deno run -A cli.ts run bench/handlers/kopf_ts.ts -n NAMESPACE --standalone -q
  * @module
@@ -40,6 +41,12 @@ on.update("kopfexamples", function update_fn({ name, spec }) {
 if (Deno.env.get("BENCH_NO_EVENTS") === "1") {
   on.startup(function no_events({ settings }) {
     settings.posting.enabled = false;
+  });
+}
+
+if (Deno.env.get("BENCH_LOGGERS") === "1") {
+  on.startup(function log_events({ settings }) {
+    settings.posting.loggers = true;
   });
 }
 
