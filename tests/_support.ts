@@ -262,3 +262,16 @@ export async function terminate(
     clearTimeout(timer);
   }
 }
+
+/** Kopf's example CRD with the status subresource, under its own names (tests/fixtures/status-crd.yaml). */
+export const STATUS_EXAMPLES: Resource = {
+  ...KOPFEXAMPLES,
+  plural: "kopfstatusexamples",
+  singular: "kopfstatusexample",
+  kind: "KopfStatusExample",
+  shortNames: [],
+  subresources: ["status"],
+};
+
+/** The file of {@link STATUS_EXAMPLES}' CRD, for {@link applyCrds}. */
+export const STATUS_CRD = "tests/fixtures/status-crd.yaml";

@@ -6,7 +6,16 @@
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
 import type { Resource } from "../core/structs/resources.ts";
-import { applyCrdObjects, eventually, sleep, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrdObjects,
+  applyCrds,
+  eventually,
+  sleep,
+  STATUS_CRD,
+  STATUS_EXAMPLES,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -96,5 +105,43 @@ Deno.test(
     for (const report of reports) {
       assert.doesNotMatch(report.message, /status\.declared|metadata\./, report.message);
     }
+  },
+);
+
+Deno.test(
+  "the debug line 'Patching with:' shows each request body as sent, the status one apart with a status subresource",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, STATUS_CRD);
+    const namespace = await testNamespace("patchlog");
+    await using op = await startOperator((registry) => {
+      on.create("kopfstatusexamples", { registry }, function create_fn() {
+        return { message: "hello" };
+      });
+    }, { namespaces: [namespace] });
+    await op.ready;
+    await client.api.create(STATUS_EXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfStatusExample",
+      metadata: { name: "s" },
+      spec: { field: "value" },
+    }, { namespace });
+    await eventually(async () => {
+      const obj = await client.api.get(STATUS_EXAMPLES, "s", { namespace });
+      return (obj.status as { create_fn?: unknown } | undefined)?.create_fn !== undefined;
+    });
+    const lines = op.logs.filter((e) => e.level === "debug" && /^Patching /.test(e.message))
+      .map((e) => e.message);
+    const main = lines.find((l) => l.startsWith("Patching with: "));
+    const status = lines.find((l) => l.startsWith("Patching the status with: "));
+    assert.ok(main && status, lines.join("\n"));
+    // The bodies are the merge patches as sent: no internal structure around them.
+    const mainBody = JSON.parse(main.slice("Patching with: ".length));
+    assert.equal(mainBody.merge, undefined, main);
+    assert.equal(mainBody.status, undefined, "status goes to /status, not the main endpoint");
+    assert.ok(mainBody.metadata?.annotations?.["kopf.zalando.org/last-handled-configuration"]);
+    const statusBody = JSON.parse(status.slice("Patching the status with: ".length));
+    assert.deepEqual(statusBody, { status: { create_fn: { message: "hello" } } });
   },
 );

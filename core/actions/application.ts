@@ -32,6 +32,11 @@ export interface ApplyOptions {
   readonly signal?: AbortSignal | undefined;
   /** Where to warn when the stored object lacks what the patch asked for; no check without it. */
   readonly logger?: Logger | undefined;
+  /**
+   * Where each request's body is logged at debug level, exactly as sent ("Patching with: …",
+   * and "Patching the status with: …" for the `/status` subresource); not logged without it.
+   */
+  readonly requestLogger?: Logger | undefined;
 }
 
 /**
@@ -56,7 +61,7 @@ export async function applyPatch(
   patch: Patch,
   options: ApplyOptions = {},
 ): Promise<Application> {
-  const applied = await tryApplying(api, resource, body, patch, options.signal);
+  const applied = await tryApplying(api, resource, body, patch, options);
   if (applied.state === "applied" && options.logger) {
     const found = inconsistencies(patch.toJSON(), applied.body);
     if (found.length) options.logger.warning(describeInconsistencies(found));
@@ -90,11 +95,12 @@ async function tryApplying(
   resource: ResourceRef & { readonly subresources: readonly string[] },
   body: KubeObject,
   patch: Patch,
-  signal: AbortSignal | undefined,
+  options: ApplyOptions,
 ): Promise<Application> {
+  const { signal } = options;
   if (patch.isEmpty) return { state: "unchanged" };
   try {
-    return await send(api, resource, body, patch, signal);
+    return await send(api, resource, body, patch, options);
   } catch (error) {
     if (error instanceof ApiError && error.code === 404) return { state: "gone" };
     if (
@@ -119,7 +125,7 @@ async function tryApplying(
       else retry.removeFinalizer(fresh, intent.remove!);
     }
     try {
-      return await send(api, resource, fresh, retry, signal);
+      return await send(api, resource, fresh, retry, options);
     } catch (second) {
       if (second instanceof ApiError && second.code === 404) return { state: "gone" };
       if (second instanceof ApiError && (second.code === 409 || second.code === 422)) {
@@ -135,8 +141,15 @@ async function send(
   resource: ResourceRef & { readonly subresources: readonly string[] },
   body: KubeObject,
   patch: Patch,
-  signal?: AbortSignal,
+  options: ApplyOptions,
 ): Promise<Application> {
+  const { signal, requestLogger } = options;
+  // Rendering a patch costs more than the rest of logging: only when someone will read it.
+  const show = (what: string, sent: unknown): void => {
+    if (requestLogger?.isEnabledFor("debug")) {
+      requestLogger.debug(`${what}: ${JSON.stringify(sent)}`);
+    }
+  };
   const statusSubresource = resource.subresources.includes("status");
   const requests = patch.toRequests({ statusSubresource });
   const name = body.metadata?.name ?? "";
@@ -145,11 +158,14 @@ async function send(
   if (requests.json) {
     const ops: JsonPatchOp[] = [...requests.json];
     if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
+    show("Patching with", ops);
     latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
   } else if (requests.merge) {
+    show("Patching with", requests.merge);
     latest = await api.patch(resource, name, requests.merge, { namespace, signal });
   }
   if (requests.statusMerge) {
+    show("Patching the status with", requests.statusMerge);
     latest = await api.patch(resource, name, requests.statusMerge, {
       namespace,
       subresource: "status",

@@ -17,6 +17,7 @@ import { ActivityError } from "../engines/activities.ts";
 import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
+import { argsErrorMessage } from "./cli_args.ts";
 import { armUltimateExit } from "./embedding.ts";
 import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE } from "./cli_scaling.ts";
 import { LeadershipLostError } from "../engines/leadership.ts";
@@ -280,7 +281,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
       options: RUN_OPTIONS,
     });
   } catch (error) {
-    return fail(`${firstLine(error)} (see kopf run --help)`);
+    return fail(`${argsErrorMessage(error)} (see kopf run --help)`);
   }
   const o = parsed.values;
   if (o.help) {
@@ -421,7 +422,7 @@ async function peeringCommand(
   try {
     o = parseArgs({ args: [...args], options: PEERING_OPTIONS }).values;
   } catch (error) {
-    return fail(`${firstLine(error)} (see kopf ${command} --help)`);
+    return fail(`${argsErrorMessage(error)} (see kopf ${command} --help)`);
   }
   if (o.help) {
     (options.write ?? console.log)(PEERING_USAGE);

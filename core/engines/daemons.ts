@@ -370,6 +370,7 @@ export class Spawner {
       await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, {
         signal: this.#deps.signal,
         logger: this.#deps.logger,
+        requestLogger: this.#deps.logger,
       });
     } catch (error) {
       this.#deps.logger.warning(`Could not store the result of '${id}': ${error}`);

@@ -368,15 +368,10 @@ async function finish(
 ): Promise<CycleResult> {
   if (patch.isEmpty) return { delay };
   const logger = deps.logger.forObject(body, { local: true });
-  // Rendering the patch costs more than the rest of logging: only when someone will read it.
-  if (logger.isEnabledFor("debug")) {
-    logger.debug(
-      `Patching with: ${JSON.stringify(patch.toRequests({ statusSubresource: false }))}`,
-    );
-  }
   const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, {
     signal: deps.signal,
     logger: deps.logger.forObject(body),
+    requestLogger: logger,
   });
   switch (applied.state) {
     case "applied":

@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
 import { CRD_RESOURCE } from "../../client/discovery.ts";
 import type { KubeObject } from "../../structs/objects.ts";
+import { argsErrorMessage } from "../cli_args.ts";
 
 /** What the tooling commands need from the command line around them. */
 export interface ToolingIo {
@@ -96,7 +97,7 @@ async function generateTypesCommand(args: readonly string[], io: ToolingIo): Pro
       },
     });
   } catch (error) {
-    throw new UsageError(`${firstLine(error)} (see kopf generate --help)`);
+    throw new UsageError(`${argsErrorMessage(error)} (see kopf generate --help)`);
   }
   const o = parsed.values;
   if (o.help) {
