@@ -282,3 +282,43 @@ export type {
 } from "./core/structs/admission.ts";
 // Also installs the self-signed certificate issuer that webhook servers use by default.
 export { selfSignedServerCertificate } from "./kits/certificates.ts";
+export {
+  reconcile,
+  type ReconcileOptions,
+  type Reconciling,
+  type WatchesEntry,
+} from "./core/api/reconciling.ts";
+export type {
+  CacheReader,
+  ObjectKey,
+  ReconcileApplyOptions,
+  ReconcileContext,
+  ReconcileRegistration,
+  ReconcileResult,
+  ReconcilingHandler,
+  WatchedRelation,
+} from "./core/intents/reconciliation.ts";
+export {
+  type ApplyConflict,
+  ApplyConflictError,
+  applyObject,
+  type ApplyOptions,
+} from "./core/client/applying.ts";
+export {
+  type CacheEvent,
+  type CacheListOptions,
+  CacheMissError,
+  type CacheTransform,
+  dropManagedFields,
+  Informer,
+  InformerCache,
+  type InformerCacheOptions,
+  type InformerScope,
+} from "./core/client/caching.ts";
+export {
+  type QueueClock,
+  type RunOptions,
+  WorkQueue,
+  type WorkQueueOptions,
+} from "./core/util/workqueue.ts";
+export type { CachingSettings } from "./core/settings/settings.ts";

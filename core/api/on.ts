@@ -41,6 +41,7 @@ import type { TypedResource } from "../intents/typed_resources.ts";
 import { type Operation, OPERATIONS } from "../structs/admission.ts";
 import { type FieldSpec, parseField } from "../structs/dicts.ts";
 import { index } from "./indexing.ts";
+import { reconcile } from "./reconciling.ts";
 import { daemon, timer } from "./spawning.ts";
 
 /** Options every resource handler accepts. */
@@ -453,6 +454,8 @@ export interface On {
   readonly timer: typeof timer;
   /** The same function as the top-level {@link index} (Kopf has both spellings). */
   readonly index: typeof index;
+  /** Level-based reconciliation (not in Kopf): the same function as the top-level {@link reconcile}. */
+  readonly reconcile: typeof reconcile;
 }
 
 /** Options of operator-level handlers (startup, cleanup, login, probe). */
@@ -607,4 +610,5 @@ export const on: On = {
   daemon,
   timer,
   index,
+  reconcile,
 };

@@ -48,7 +48,11 @@ export class ApplyConflictError extends ApiError {
   /** The conflicting fields. */
   readonly conflicts: readonly ApplyConflict[];
 
-  /** @param error The 409 answer. */
+  /**
+   * Wraps the API server's 409 answer to an apply.
+   *
+   * @param error The 409 answer.
+   */
   constructor(error: ApiError) {
     super({
       code: error.code,

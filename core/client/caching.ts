@@ -89,7 +89,11 @@ export interface CacheListOptions {
 
 /** The cache could not answer: nothing caches that resource (in that namespace). */
 export class CacheMissError extends Error {
-  /** @param what The resource (and namespace) asked for. */
+  /**
+   * Creates the error.
+   *
+   * @param what The resource (and namespace) asked for.
+   */
   constructor(what: string) {
     super(
       `Nothing caches ${what}: add the resource to the reconcile handler's owns or watches ` +

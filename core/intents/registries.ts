@@ -26,6 +26,7 @@ import type {
   WebhookHandler,
   WebhookKind,
 } from "./handlers.ts";
+import type { ReconcileRegistration, ReconcilingHandler } from "./reconciliation.ts";
 import { matchesResource, type SelectorFields } from "./selectors.ts";
 
 /** All handlers of one operator. */
@@ -33,6 +34,7 @@ export class OperatorRegistry {
   #registrations: Registration[] = [];
   #activities: ActivityHandler[] = [];
   #webhooks: Registration<WebhookHandler>[] = [];
+  #reconcilers: ReconcileRegistration[] = [];
 
   /**
    * Adds an operator-level handler (startup, cleanup, login, probe).
@@ -124,6 +126,33 @@ export class OperatorRegistry {
     return this.#webhooks.filter((r) => kind === undefined || r.handler.webhook === kind);
   }
 
+  /**
+   * Adds a reconcile handler (on.reconcile). Kept apart from the cause handlers: its own
+   * controller runs it.
+   * @param selector Which resources.
+   * @param handler The handler record.
+   * @returns The handler.
+   * @throws {Error} when another function has the same id.
+   */
+  registerReconciler(selector: SelectorFields, handler: ReconcilingHandler): ReconcilingHandler {
+    const same = this.#reconcilers.find((r) => r.handler.id === handler.id);
+    if (same && same.handler.fn !== handler.fn) {
+      throw new Error(
+        `Duplicate reconcile handler id '${handler.id}'; give one of them a distinct id`,
+      );
+    }
+    if (!same) this.#reconcilers.push({ selector, handler });
+    return handler;
+  }
+
+  /**
+   * The reconcile handlers with their selectors, in declaration order.
+   * @returns The registrations.
+   */
+  reconcilers(): readonly ReconcileRegistration[] {
+    return this.#reconcilers;
+  }
+
   /** Every registration, in declaration order. */
   get registrations(): readonly Registration[] {
     return this.#registrations;
@@ -211,7 +240,7 @@ export function setDefaultRegistry(registry: OperatorRegistry): void {
 // Whether a handler has any callback filter, i.e. whether its filters need a context at all.
 const withCallbacks = new WeakMap<object, boolean>();
 
-function usesCallbacks(handler: ResourceHandler | WebhookHandler): boolean {
+function usesCallbacks(handler: ResourceHandler | WebhookHandler | ReconcilingHandler): boolean {
   let uses = withCallbacks.get(handler);
   if (uses === undefined) {
     const h = handler as Partial<Record<"when" | "value" | "old" | "new", unknown>>;
@@ -235,7 +264,7 @@ function usesCallbacks(handler: ResourceHandler | WebhookHandler): boolean {
  * @returns Whether the handler's filters match.
  */
 export function matchesBodyFilters(
-  handler: ResourceHandler | WebhookHandler,
+  handler: ResourceHandler | WebhookHandler | ReconcilingHandler,
   body: KubeObject,
   contextOf: () => unknown,
 ): boolean {

@@ -35,6 +35,7 @@ import type { NamespacePattern } from "../structs/namespaces.ts";
 import { sleep } from "../util/backoff.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type OperatorStats, Orchestrator } from "./orchestration.ts";
+import { ReconcileControllers } from "./reconciling.ts";
 
 /** Options of {@link operator}. */
 export interface OperatorOptions {
@@ -261,7 +262,25 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               cause: error,
             });
           });
-          const running = withPoster(poster, () => orchestrator.run());
+          // Level-based reconcile handlers run beside the reactor, over their own informer cache.
+          const reconcilers = registry.reconcilers().length
+            ? new ReconcileControllers({
+              client,
+              registrations: registry.reconcilers(),
+              settings,
+              logger,
+              memo,
+              namespaces,
+              clusterwide,
+              indices: orchestrator.indices,
+              ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
+              signal,
+            })
+            : undefined;
+          const running = withPoster(
+            poster,
+            () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
+          );
           const stopped = new Promise<void>((resolve) => {
             if (signal.aborted) resolve();
             signal.addEventListener("abort", () => resolve(), { once: true });

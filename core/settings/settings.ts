@@ -81,6 +81,15 @@ export interface PostingSettings {
   maxPerObjectPerWindow: number;
 }
 
+/** `settings.caching`: the shared informer cache of reconcile handlers (see docs/reconcile.md). */
+export interface CachingSettings {
+  /**
+   * Drop `metadata.managedFields` and the `kubectl.kubernetes.io/last-applied-configuration`
+   * annotation from cached objects: memory the operator never reads. @default true
+   */
+  dropManagedFields: boolean;
+}
+
 /** `settings.peering`: cooperation of several operators (see docs/peering.md). */
 export interface PeeringSettings {
   /** Peering object name. @default "default" */
@@ -222,6 +231,8 @@ export interface OperatorSettings {
   watching: WatchingSettings;
   /** Per-object workers. */
   queueing: QueueingSettings;
+  /** The informer cache of reconcile handlers. */
+  caching: CachingSettings;
   /** Alias of `queueing`, Kopf's historical name. */
   readonly batching: QueueingSettings;
   /** Observation of namespaces and CRDs. */
@@ -315,6 +326,7 @@ export function createSettings(
       ...overrides.watching,
     },
     queueing,
+    caching: { dropManagedFields: true, ...overrides.caching },
     get batching() {
       return this.queueing;
     },

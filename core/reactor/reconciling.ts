@@ -1,0 +1,551 @@
+/**
+ * The reconcile controller: level-based handlers (`on.reconcile`), beside the cause handlers'
+ * reactor and independent of it (kube-rs' `Controller`, controller-runtime's reconciler).
+ *
+ * Pipeline: informers (`core/client/caching.ts`) → triggers → work queue of object keys
+ * (`core/util/workqueue.ts`) → one reconcile per key at a time. Triggers:
+ * - the object appeared or changed in anything but its status and bookkeeping metadata
+ *   (status too with `statusChanges`); at start, every object once (the first listing);
+ * - an object of an `owns` resource whose controller owner reference names a reconciled object
+ *   changed or went;
+ * - an object of a `watches` resource changed or went: its `map()` names the objects;
+ * - every `resync` seconds, every object;
+ * - `requeueAfter`, temporary errors, and retries with backoff.
+ *
+ * Nothing is written to the object unless the handler writes (`patch`, `apply`), and writes that
+ * would change nothing are not sent: the cache shows the state. With `finalizer`, the
+ * controller adds the finalizer before the first reconcile and removes it after a reconcile of
+ * the deleted object returned without error.
+ * @module
+ */
+
+import { PermanentError, TemporaryError } from "../actions/execution.ts";
+import { withHandledObject } from "../actions/handled_object.ts";
+import type { Logger } from "../actions/loggers.ts";
+import { applyPatch } from "../actions/application.ts";
+import { applyObject } from "../client/applying.ts";
+import {
+  type CacheEvent,
+  CacheMissError,
+  type Informer,
+  InformerCache,
+} from "../client/caching.ts";
+import type { KubeClient } from "../client/client.ts";
+import { watchingOptions } from "../client/watching.ts";
+import type { IndexView, Memo } from "../intents/contexts.ts";
+import type {
+  CacheReader,
+  ObjectKey,
+  ReconcileApplyOptions,
+  ReconcileContext,
+  ReconcileRegistration,
+  ReconcileResult,
+} from "../intents/reconciliation.ts";
+import { matchesBodyFilters } from "../intents/registries.ts";
+import {
+  describeSelector,
+  matchesResource,
+  parseSelector,
+  resolveSelector,
+  type SelectorFields,
+} from "../intents/selectors.ts";
+import type { OperatorSettings } from "../settings/settings.ts";
+import { deepEqual, isMapping } from "../structs/dicts.ts";
+import {
+  isLiteralNamespace,
+  matchAnyNamespace,
+  type NamespacePattern,
+} from "../structs/namespaces.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import { Patch } from "../structs/patches.ts";
+import { type Resource, resourceName } from "../structs/resources.ts";
+import { sleep } from "../util/backoff.ts";
+import { WorkQueue } from "../util/workqueue.ts";
+import { contains, firstDifference, mergedEquals } from "./_reconcile_apply.ts";
+
+/** What the reconcile controllers need. */
+export interface ReconcileDeps {
+  /** The cluster connection. */
+  readonly client: KubeClient;
+  /** The reconcile handlers. */
+  readonly registrations: readonly ReconcileRegistration[];
+  /** Operator settings. */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Operator memo (copied per object). */
+  readonly memo: Memo;
+  /** Namespace patterns (ignored when cluster-wide). */
+  readonly namespaces: readonly NamespacePattern[];
+  /** Watch cluster-wide. */
+  readonly clusterwide: boolean;
+  /** The operator's indices. */
+  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /** Resolves while the operator is not paused (peering); no reconcile starts while paused. */
+  readonly resumed?: ((signal: AbortSignal) => Promise<void>) | undefined;
+  /** Stops everything. */
+  readonly signal: AbortSignal;
+}
+
+/** Runs every reconcile handler of an operator over one shared informer cache. */
+export class ReconcileControllers {
+  /** The shared informer cache. */
+  readonly cache: InformerCache;
+  readonly #deps: ReconcileDeps;
+
+  /** @param deps Collaborators. */
+  constructor(deps: ReconcileDeps) {
+    this.#deps = deps;
+    const logger = deps.logger.child(["kopf", "cache"]);
+    this.cache = new InformerCache(deps.client.api, {
+      ...(deps.settings.caching.dropManagedFields ? {} : { transform: false as const }),
+      watching: watchingOptions(deps.settings.watching),
+      onError: (error, resource) =>
+        logger.warning(`Watching ${resourceName(resource)} failed: ${error.message}`),
+    });
+  }
+
+  /** Runs until the signal aborts, then drains and stops the cache. */
+  async run(): Promise<void> {
+    try {
+      await Promise.all(
+        this.#deps.registrations.map((r) =>
+          new ReconcileController(this.#deps, this.cache, r).run()
+        ),
+      );
+    } finally {
+      await this.cache[Symbol.asyncDispose]();
+    }
+  }
+}
+
+/** One reconcile handler's controller. */
+class ReconcileController {
+  readonly #deps: ReconcileDeps;
+  readonly #cache: InformerCache;
+  readonly #registration: ReconcileRegistration;
+  readonly #queue = new WorkQueue<string>();
+  readonly #memos = new Map<string, Memo>();
+  readonly #applied = new Map<string, KubeObject>();
+  readonly #known: Resource[] = [];
+  #resource!: Resource;
+  #parents: Informer[] = [];
+  #logger: Logger;
+
+  constructor(deps: ReconcileDeps, cache: InformerCache, registration: ReconcileRegistration) {
+    this.#deps = deps;
+    this.#cache = cache;
+    this.#registration = registration;
+    this.#logger = deps.logger.child(["kopf", "reconcile"]);
+  }
+
+  async run(): Promise<void> {
+    const { handler, selector } = this.#registration;
+    const signal = this.#deps.signal;
+    const resolved = await this.#resolve(selector);
+    if (!resolved) return;
+    this.#resource = resolved;
+    const scopes = this.#scopes();
+    const filtered = !this.#deps.clusterwide && !this.#deps.namespaces.every(isLiteralNamespace);
+    const served = (namespace: string | undefined) =>
+      !filtered || namespace === undefined ||
+      matchAnyNamespace(this.#deps.namespaces, namespace);
+    const enqueue = (key: ObjectKey) => {
+      const namespace = this.#resource.namespaced ? key.namespace : undefined;
+      if (served(namespace)) this.#queue.add(`${namespace ?? ""}/${key.name}`);
+    };
+
+    this.#parents = scopes(this.#resource).map((scope) =>
+      this.#cache.informer(this.#resource, scope)
+    );
+    for (const informer of this.#parents) {
+      informer.subscribe((event) => {
+        const meta = event.object.metadata ?? {};
+        if (event.type === "delete") {
+          this.#memos.delete(`${meta.namespace ?? ""}/${meta.name}`);
+          return;
+        }
+        if (worthReconciling(event, handler.statusChanges)) {
+          enqueue({ namespace: meta.namespace, name: meta.name ?? "" });
+        }
+      });
+    }
+    const related: Informer[] = [];
+    for (const owned of handler.owns) {
+      const resource = await this.#resolve(owned);
+      if (!resource) return;
+      for (const scope of scopes(resource)) {
+        const informer = this.#cache.informer(resource, scope);
+        related.push(informer);
+        informer.subscribe((event) => {
+          const owner = controllerOf(event.object, this.#resource);
+          if (owner) enqueue({ namespace: event.object.metadata?.namespace, name: owner });
+        });
+      }
+    }
+    for (const watched of handler.watches) {
+      const resource = await this.#resolve(watched.selector);
+      if (!resource) return;
+      for (const scope of scopes(resource)) {
+        const informer = this.#cache.informer(resource, scope);
+        related.push(informer);
+        informer.subscribe((event) => {
+          let keys;
+          try {
+            keys = watched.map(event.object);
+          } catch (error) {
+            this.#logger.error(`The watches map of ${handler.id} failed: ${error}`);
+            return;
+          }
+          if (!keys) return;
+          for (const key of isKey(keys) ? [keys] : keys) enqueue(key);
+        });
+      }
+    }
+    await Promise.race([
+      Promise.all([...this.#parents, ...related].map((i) => i.ready)),
+      new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true })),
+    ]);
+    if (signal.aborted) return;
+    this.#logger.debug(`Reconciling ${resourceName(this.#resource)} with ${handler.id}.`);
+
+    const resync = handler.resync
+      ? setInterval(() => {
+        for (const informer of this.#parents) {
+          for (const object of informer.list()) {
+            enqueue({ namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" });
+          }
+        }
+      }, handler.resync * 1000)
+      : undefined;
+    try {
+      await this.#queue.run((key, workerSignal) => this.#reconcile(key, workerSignal), {
+        concurrency: handler.concurrency,
+        signal,
+        graceMs: this.#deps.settings.process.gracePeriod * 1000,
+      });
+    } finally {
+      clearInterval(resync);
+    }
+  }
+
+  /** Resolves a selector to one resource, waiting (re-discovering) until it exists. */
+  async #resolve(selector: SelectorFields): Promise<Resource | undefined> {
+    const discovery = this.#deps.client.discovery;
+    const signal = this.#deps.signal;
+    let reported = false;
+    while (!signal.aborted) {
+      const resources = await discovery.resources(signal).catch(() => []);
+      const { resources: found } = resolveSelector(selector, resources);
+      if (found.length > 1) {
+        this.#logger.warning(
+          `${describeSelector(selector)} names ${found.length} resources; reconciling the first, ${
+            resourceName(found[0]!)
+          }. Name the group to choose.`,
+        );
+      }
+      if (found[0]) {
+        this.#known.push(found[0]);
+        return found[0];
+      }
+      if (!reported) {
+        this.#logger.warning(`${describeSelector(selector)} is not served (yet); waiting for it.`);
+        reported = true;
+      }
+      await sleep(5000, signal).catch(() => {});
+      await discovery.refresh(signal).catch(() => {});
+    }
+    return undefined;
+  }
+
+  #scopes(): (resource: Resource) => Array<{ namespace?: string }> {
+    const literal = !this.#deps.clusterwide && this.#deps.namespaces.length > 0 &&
+      this.#deps.namespaces.every(isLiteralNamespace);
+    return (resource) =>
+      literal && resource.namespaced
+        ? (this.#deps.namespaces as string[]).map((namespace) => ({ namespace }))
+        : [{}];
+  }
+
+  async #reconcile(key: string, workerSignal: AbortSignal): Promise<void> {
+    await this.#deps.resumed?.(this.#deps.signal);
+    if (this.#deps.signal.aborted) return;
+    const { handler } = this.#registration;
+    const slash = key.indexOf("/");
+    const namespace = key.slice(0, slash) || undefined;
+    const name = key.slice(slash + 1);
+    let body = this.#cache.get(this.#resource, name, { namespace });
+    if (!body) {
+      this.#queue.forget(key);
+      return;
+    }
+    const logger = this.#deps.logger.forObject(body);
+    const deleting = Boolean(body.metadata?.deletionTimestamp);
+    const finalizer = handler.finalizer;
+    const hasFinalizer = finalizer !== undefined &&
+      (body.metadata?.finalizers ?? []).includes(finalizer);
+    if (deleting && finalizer !== undefined && !hasFinalizer) return; // cleaned up already
+    const memo = this.#memos.get(key) ?? { ...this.#deps.memo };
+    this.#memos.set(key, memo);
+    const patch = new Patch();
+    let context = this.#context(body, patch, logger, memo, deleting, key, workerSignal);
+    if (!hasFinalizer && !matchesBodyFilters(handler, body, () => context)) return;
+
+    if (finalizer !== undefined && !deleting && !hasFinalizer) {
+      const adding = new Patch();
+      adding.addFinalizer(body, finalizer);
+      const written = await this.#write(body, adding, logger);
+      if (!written) return; // gone, or changed meanwhile: its next event brings it back
+      body = written;
+      context = this.#context(body, patch, logger, memo, deleting, key, workerSignal);
+    }
+
+    let result: ReconcileResult;
+    let failure: unknown;
+    try {
+      result = await withHandledObject(
+        { body },
+        () => handler.fn(context as never) as ReconcileResult | Promise<ReconcileResult>,
+      );
+    } catch (error) {
+      failure = error;
+    }
+    if (failure === undefined && deleting && hasFinalizer) patch.removeFinalizer(body, finalizer!);
+    await this.#write(body, patch, logger);
+
+    if (failure === undefined) {
+      this.#queue.forget(key);
+      const after = isMapping(result) ? result.requeueAfter : undefined;
+      if (deleting && hasFinalizer) {
+        logger.info(`Reconciled the deletion; the finalizer is removed.`);
+      }
+      if (typeof after === "number" && after >= 0) this.#queue.addAfter(key, after * 1000);
+      return;
+    }
+    this.#fail(key, failure, logger);
+  }
+
+  #fail(key: string, failure: unknown, logger: Logger): void {
+    const { handler } = this.#registration;
+    const id = handler.id;
+    const error = failure instanceof Error ? failure : new Error(String(failure));
+    const retries = this.#queue.retries(key);
+    if (handler.retries !== undefined && retries + 1 >= handler.retries) {
+      logger.error(
+        `Reconcile handler '${id}' failed ${
+          retries + 1
+        } times; giving up until the next change: ${error.message}`,
+      );
+      this.#queue.forget(key);
+      return;
+    }
+    if (failure instanceof TemporaryError) {
+      const delay = failure.delay ?? 0;
+      logger.error(
+        `Reconcile handler '${id}' failed temporarily: ${error.message} (retrying in ${delay}s)`,
+      );
+      this.#queue.nextDelay(key); // counts the retry
+      this.#queue.addAfter(key, delay * 1000);
+      return;
+    }
+    const mode = failure instanceof PermanentError ? "permanent" : handler.errors ?? "temporary";
+    if (mode === "permanent") {
+      logger.error(`Reconcile handler '${id}' failed permanently: ${error.message}`);
+      this.#queue.forget(key);
+      return;
+    }
+    if (mode === "ignored") {
+      logger.error(`Reconcile handler '${id}' failed with an exception; ignored: ${error.message}`);
+      this.#queue.forget(key);
+      return;
+    }
+    const delayMs = handler.backoff !== undefined
+      ? (this.#queue.nextDelay(key), handler.backoff * 1000)
+      : this.#queue.nextDelay(key);
+    logger.error(
+      `Reconcile handler '${id}' failed with an exception: ${error.message} (retrying in ${
+        (delayMs / 1000).toFixed(3)
+      }s)`,
+    );
+    this.#queue.addAfter(key, delayMs);
+  }
+
+  /** Writes a patch unless it would change nothing; stores the result in the cache. */
+  async #write(body: KubeObject, patch: Patch, logger: Logger): Promise<KubeObject | undefined> {
+    if (patch.isEmpty) return body;
+    if (!patch.jsonOps.length && mergedEquals(body, patch.toJSON())) return body;
+    const applied = await applyPatch(this.#deps.client.api, this.#resource, body, patch, {
+      signal: this.#deps.signal,
+      logger,
+    });
+    if (applied.state === "applied") {
+      this.#cache.observe(this.#resource, applied.body);
+      return applied.body;
+    }
+    if (applied.state === "unchanged") return body;
+    return undefined;
+  }
+
+  #context(
+    body: KubeObject,
+    patch: Patch,
+    logger: Logger,
+    memo: Memo,
+    deleting: boolean,
+    key: string,
+    workerSignal: AbortSignal,
+  ): ReconcileContext {
+    const meta = body.metadata ?? {};
+    const indices = this.#deps.indices ?? {};
+    return {
+      ...indices,
+      body,
+      spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
+      meta,
+      status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
+      name: meta.name,
+      namespace: meta.namespace,
+      uid: meta.uid,
+      labels: meta.labels ?? {},
+      annotations: meta.annotations ?? {},
+      resource: this.#resource,
+      patch,
+      logger,
+      memo,
+      param: this.#registration.handler.param,
+      settings: this.#deps.settings,
+      signal: workerSignal,
+      indices,
+      deleting,
+      retry: this.#queue.retries(key),
+      cache: this.#reader(meta.namespace),
+      apply: (object, options) => this.#apply(body, object, options ?? {}, workerSignal),
+    };
+  }
+
+  #reader(namespace: string | undefined): CacheReader {
+    const cache = this.#cache;
+    const find = (name: string) => this.#lookup(name);
+    return {
+      get<T extends KubeObject = KubeObject>(resource: string, name: string, ns?: string) {
+        return cache.get<T>(find(resource), name, { namespace: ns ?? namespace });
+      },
+      list<T extends KubeObject = KubeObject>(
+        resource: string,
+        options: {
+          readonly namespace?: string | null;
+          readonly labels?: Readonly<Record<string, string>>;
+        } = {},
+      ) {
+        const ns = options.namespace === null ? undefined : options.namespace ?? namespace;
+        return cache.list<T>(find(resource), { namespace: ns, labels: options.labels });
+      },
+    };
+  }
+
+  #lookup(name: string): Resource {
+    const selector = parseSelector(name);
+    const found = this.#known.find((r) => matchesResource(selector, r));
+    if (!found) throw new CacheMissError(name);
+    return found;
+  }
+
+  async #apply(
+    parent: KubeObject,
+    object: KubeObject,
+    options: ReconcileApplyOptions,
+    signal: AbortSignal,
+  ): Promise<KubeObject> {
+    const resource = await this.#resourceOf(object);
+    const desired = structuredClone(object) as KubeObject;
+    const meta = desired.metadata ??= {};
+    if (resource.namespaced) meta.namespace ??= parent.metadata?.namespace;
+    else delete meta.namespace;
+    const manager = options.fieldManager ?? this.#registration.handler.fieldManager;
+    const subresource = options.subresource;
+    const memory = [resourceName(resource), meta.namespace, meta.name, manager, subresource ?? ""]
+      .join("|");
+    let cached: KubeObject | undefined;
+    try {
+      cached = this.#cache.get(resource, meta.name ?? "", { namespace: meta.namespace });
+    } catch (error) {
+      if (!(error instanceof CacheMissError)) throw error;
+    }
+    const stated = subresource === "status"
+      ? { status: desired.status }
+      : resource.subresources.includes("status")
+      ? withoutStatus(desired)
+      : desired;
+    const last = this.#applied.get(memory);
+    if (cached && contains(cached, stated) && (last === undefined || deepEqual(last, desired))) {
+      this.#applied.set(memory, desired);
+      return cached;
+    }
+    if (cached && this.#logger.isEnabledFor("debug")) {
+      const where = firstDifference(cached, stated) ?? "(the fields applied before)";
+      this.#logger.debug(`Applying ${resourceName(resource)} ${meta.name}: differs at ${where}.`);
+    }
+    const stored = await applyObject(this.#deps.client.api, resource, desired, {
+      fieldManager: manager,
+      force: options.force ?? true,
+      subresource,
+      signal,
+    });
+    this.#cache.observe(resource, stored);
+    this.#applied.set(memory, desired);
+    return stored;
+  }
+
+  async #resourceOf(object: KubeObject): Promise<Resource> {
+    const [group, version] = (object.apiVersion ?? "").includes("/")
+      ? object.apiVersion!.split("/") as [string, string]
+      : ["", object.apiVersion ?? ""];
+    const matches = (r: Resource) =>
+      r.group === group && r.version === version && r.kind === object.kind;
+    const known = this.#known.find(matches);
+    if (known) return known;
+    const [found] = await this.#deps.client.discovery.find(matches, this.#deps.signal);
+    if (!found) {
+      throw new TypeError(
+        `ctx.apply(): no resource serves apiVersion '${object.apiVersion}' kind '${object.kind}'; ` +
+          `check both fields of the applied object`,
+      );
+    }
+    return found;
+  }
+}
+
+/** Whether a change of a reconciled object is worth a reconcile. */
+function worthReconciling(event: CacheEvent, statusChanges: boolean): boolean {
+  const old = event.old;
+  if (!old || old.metadata?.uid !== event.object.metadata?.uid) return true;
+  return !deepEqual(essence(old, statusChanges), essence(event.object, statusChanges));
+}
+
+function essence(object: KubeObject, withStatus: boolean): unknown {
+  const { resourceVersion: _rv, managedFields: _mf, generation: _g, ...meta } = object.metadata ??
+    {};
+  const { status, ...rest } = object;
+  return { ...rest, metadata: meta, ...(withStatus ? { status } : {}) };
+}
+
+/** The name of the reconciled object that is this object's controller, if any. */
+function controllerOf(object: KubeObject, owner: Resource): string | undefined {
+  const apiVersion = owner.group ? `${owner.group}/${owner.version}` : owner.version;
+  const group = owner.group;
+  for (const ref of object.metadata?.ownerReferences ?? []) {
+    if (!ref.controller || ref.kind !== owner.kind) continue;
+    const refGroup = ref.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
+    if (ref.apiVersion === apiVersion || refGroup === group) return ref.name;
+  }
+  return undefined;
+}
+
+function withoutStatus(object: KubeObject): KubeObject {
+  const { status: _ignored, ...rest } = object;
+  return rest;
+}
+
+function isKey(value: unknown): value is ObjectKey {
+  return isMapping(value) && typeof value.name === "string";
+}
