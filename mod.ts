@@ -54,6 +54,7 @@ export {
   ErrorsMode,
   HandlerRetriesError,
   HandlerTimeoutError,
+  type Outcome,
   PermanentError,
   TemporaryError,
 } from "./core/actions/execution.ts";
@@ -123,6 +124,7 @@ export {
   DEFAULT_FINALIZER,
   type ExecutionSettings,
   type LogLevel,
+  type MetricsSettings,
   type NetworkingSettings,
   type OperatorSettings,
   type PeeringSettings,
@@ -217,13 +219,46 @@ export {
   type StatusDetails,
   TransportError,
 } from "./core/client/errors.ts";
-export { RequestCounters, type RequestKey, type Verb } from "./core/client/counters.ts";
+export {
+  RequestCounters,
+  type RequestKey,
+  type RequestListener,
+  type Verb,
+} from "./core/client/counters.ts";
+export { type Metrics, metrics } from "./core/api/metrics.ts";
+export type {
+  CounterMetric,
+  GaugeMetric,
+  HistogramMetric,
+  HistogramOptions,
+  MetricLabels,
+  MetricOptions,
+} from "./core/engines/metrics_custom.ts";
+export {
+  DURATION_BUCKETS,
+  MetricsEngine,
+  type MetricsEngineOptions,
+  type MetricsSources,
+  type ResourceInventory,
+} from "./core/engines/metrics.ts";
+export {
+  combineObservers,
+  type CycleInfo,
+  type CycleSummary,
+  type HandlerInfo,
+  type HandlerKind,
+  NULL_OBSERVER,
+  type OperatorObserver,
+  type OutcomeLabel,
+  outcomeLabel,
+} from "./core/engines/observers.ts";
 export {
   type ObjectEvent,
   objectEvents,
   watcher,
   type WatcherEvent,
   type WatcherOptions,
+  type WatchStartReason,
 } from "./core/client/watching.ts";
 export { ActivityError } from "./core/engines/activities.ts";
 export type { ActivityContext } from "./core/intents/contexts.ts";

@@ -15,6 +15,7 @@ import { LoginError } from "../client/vault.ts";
 import { KubeClient } from "../client/client.ts";
 import { ActivityError } from "../engines/activities.ts";
 import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
+import { endpointUrl } from "../engines/probing.ts";
 import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
 import { argsErrorMessage } from "./cli_args.ts";
@@ -63,6 +64,7 @@ Options:
   -p, --priority N          Peering priority (default 0); the highest live one works.
       --dev                 Development mode: priority 666.
   -L, --liveness URL        Serve the liveness endpoint, e.g. http://0.0.0.0:8080/healthz.
+      --metrics URL         Serve Prometheus metrics, e.g. http://0.0.0.0:9090/metrics.
       --kubeconfig PATH     Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
       --embedded            No cluster needed: serve an in-memory Kubernetes API on 127.0.0.1,
                             apply the CRDs from crds/ (and --crd files), print its kubeconfig.
@@ -115,6 +117,7 @@ const RUN_OPTIONS = {
   priority: { type: "string", short: "p" },
   dev: { type: "boolean" },
   liveness: { type: "string", short: "L" },
+  metrics: { type: "string" },
   kubeconfig: { type: "string" },
   embedded: { type: "boolean" },
   crd: { type: "string", multiple: true },
@@ -305,6 +308,14 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   if (!parsed.positionals.length && !o.module?.length) {
     return fail("Nothing to run: give handler files or -m modules (see kopf run --help)");
   }
+  for (const [option, what] of [["metrics", o.metrics], ["liveness", o.liveness]] as const) {
+    if (what === undefined) continue;
+    try {
+      endpointUrl(what, option);
+    } catch (error) {
+      return fail(`--${option}: ${firstLine(error)}`);
+    }
+  }
 
   await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
 
@@ -361,6 +372,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
       ...(o.peering ? { peering: o.peering } : {}),
       ...(priority !== undefined ? { priority } : {}),
       ...(o.liveness ? { liveness: o.liveness } : {}),
+      ...(o.metrics ? { metrics: o.metrics } : {}),
       ...(embedded
         ? { kubeconfig: embedded.kubeconfig }
         : o.kubeconfig ?? options.kubeconfig

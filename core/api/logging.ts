@@ -6,6 +6,7 @@
 
 import { configure, type LogRecord, type Sink } from "@logtape/logtape";
 import type { ObjectRef } from "../actions/loggers.ts";
+import { activeTraceIds } from "../engines/tracing.ts";
 
 /** Log line formats. */
 export type LogFormat = "plain" | "full" | "json";
@@ -74,6 +75,12 @@ export function formatRecord(record: LogRecord, options: LoggingOptions = {}): s
     };
     if (object) out[options.refkey ?? "object"] = object;
     if (error) out.error = errorText(error).trim();
+    // With OpenTelemetry on, lines logged inside a cycle or handler name its trace and span.
+    const ids = activeTraceIds();
+    if (ids) {
+      out.trace_id = ids.traceId;
+      out.span_id = ids.spanId;
+    }
     return JSON.stringify(out);
   }
   const prefix = options.prefix !== false && object ? prefixOf(object) : "";

@@ -29,17 +29,36 @@ export interface RequestKey {
   readonly code: number;
 }
 
+/**
+ * Receives every request as it is recorded, with how long it took until the answer's headers
+ * (the metrics engine turns these into request counts and latency histograms).
+ */
+export type RequestListener = (key: RequestKey, seconds: number) => void;
+
 /** A counter of requests, filterable by any part of the {@link RequestKey}. */
 export class RequestCounters {
   #counts = new Map<string, number>();
+  #listeners = new Set<RequestListener>();
 
   /**
    * Records one request.
    * @param key What was requested and how it ended.
+   * @param seconds How long it took until the answer's headers (0 when unknown).
    */
-  record(key: RequestKey): void {
+  record(key: RequestKey, seconds = 0): void {
     const id = `${key.verb} ${key.resource} ${key.code}`;
     this.#counts.set(id, (this.#counts.get(id) ?? 0) + 1);
+    for (const listener of this.#listeners) listener(key, seconds);
+  }
+
+  /**
+   * Calls `listener` for every request recorded from now on.
+   * @param listener Receives the request and its duration.
+   * @returns A function that stops the calls.
+   */
+  listen(listener: RequestListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /**

@@ -250,7 +250,7 @@ export class HttpClient implements Disposable {
         ...(client ? { client } : {}),
       });
     } catch (error) {
-      this.counters.record({ verb, resource, code: 0 });
+      this.counters.record({ verb, resource, code: 0 }, (performance.now() - began) / 1000);
       report(0);
       if (request.signal?.aborted) throw request.signal.reason;
       if (connecting?.signal.aborted && !timeout?.aborted) {
@@ -265,7 +265,10 @@ export class HttpClient implements Disposable {
     } finally {
       clearTimeout(connectTimer);
     }
-    this.counters.record({ verb, resource, code: response.status });
+    this.counters.record(
+      { verb, resource, code: response.status },
+      (performance.now() - began) / 1000,
+    );
     report(response.status);
     if (response.ok) return response;
     const text = await response.text().catch(() => "");

@@ -37,8 +37,20 @@ export type WatcherEvent =
   | { readonly type: "apply"; readonly object: KubeObject; readonly raw: "ADDED" | "MODIFIED" }
   | { readonly type: "delete"; readonly object: KubeObject }
   | { readonly type: "bookmark"; readonly resourceVersion: string }
-  | { readonly type: "connected"; readonly resourceVersion: string }
+  | {
+    readonly type: "connected";
+    readonly resourceVersion: string;
+    /** Why this watch request was opened (what ended the previous one). */
+    readonly reason: WatchStartReason;
+  }
   | { readonly type: "error"; readonly error: Error; readonly retryInMs: number };
+
+/**
+ * Why a watch request was opened: the stream's first one (`initial`), after the previous one
+ * ended normally (`end`: the server's or the client-side timeout), after `410 Gone` and a relist
+ * (`gone`), after a silent stream was aborted (`stall`), or after a failure (`error`).
+ */
+export type WatchStartReason = "initial" | "end" | "gone" | "stall" | "error";
 
 /** Options of {@link watcher}. */
 export interface WatcherOptions {
@@ -183,6 +195,7 @@ export async function* watcher(
   const inactivityMs = options.inactivityTimeoutMs ?? 120_000;
   let resourceVersion: string | undefined;
   let failures = 0;
+  let reason: WatchStartReason = "initial";
   const selectors = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
@@ -235,7 +248,8 @@ export async function* watcher(
         } finally {
           clearTimeout(connectTimer);
         }
-        yield { type: "connected", resourceVersion: resourceVersion ?? "" };
+        yield { type: "connected", resourceVersion: resourceVersion ?? "", reason };
+        reason = "end";
         try {
           for await (const event of readWatchEvents(response, inactivityMs, controller)) {
             failures = 0;
@@ -286,8 +300,12 @@ export async function* watcher(
       if (signal?.aborted) return;
       if (isGone(error)) {
         resourceVersion = undefined; // relist immediately: the history we need is compacted away
+        reason = "gone";
         continue;
       }
+      reason = error instanceof WatchStalledError || error instanceof WatchClientTimeoutError
+        ? "stall"
+        : "error";
       // A stall (or no answer within the client-side timeout) reconnects at once; a 429 waits as
       // long as the server asks; others back off.
       const retryInMs =

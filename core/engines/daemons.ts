@@ -26,8 +26,9 @@ import { matchesBodyFilters } from "../intents/registries.ts";
 import type { BackgroundSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
-import type { Resource } from "../structs/resources.ts";
+import { type Resource, resourceName } from "../structs/resources.ts";
 import { sleep } from "../util/backoff.ts";
+import type { OperatorObserver } from "./observers.ts";
 
 /**
  * Why a daemon or timer is stopping, and how far its stop went (Kopf's `DaemonStoppingReason`
@@ -117,6 +118,8 @@ export interface SpawnerDeps {
   readonly wake: () => void;
   /** The operator's stop signal. */
   readonly signal: AbortSignal;
+  /** Observes each attempt (metrics, traces). */
+  readonly observer?: OperatorObserver | undefined;
 }
 
 /** The daemons and timers of one object. */
@@ -145,6 +148,16 @@ export class Spawner {
   /** Number of tasks (for tests of bookkeeping). */
   get size(): number {
     return this.#tasks.size;
+  }
+
+  /**
+   * Tasks by kind (for metrics).
+   * @returns How many daemons and timers are running or stopping.
+   */
+  counts(): { daemons: number; timers: number } {
+    let daemons = 0;
+    for (const task of this.#tasks.values()) if (task.handler.spawn === "daemon") daemons++;
+    return { daemons, timers: this.#tasks.size - daemons };
   }
 
   /**
@@ -338,15 +351,28 @@ export class Spawner {
         return current();
       },
     };
-    const outcome = await execute(
-      task.handler,
-      { started, retries },
-      (signal) =>
-        withHandledObject(handled, () =>
-          (task.handler.fn as (c: SpawnedContext) => unknown)(
-            this.#context(task, retries, started, signal, patch),
-          )),
-    );
+    const attempt = () =>
+      execute(
+        task.handler,
+        { started, retries },
+        (signal) =>
+          withHandledObject(handled, () =>
+            (task.handler.fn as (c: SpawnedContext) => unknown)(
+              this.#context(task, retries, started, signal, patch),
+            )),
+      );
+    const meta = this.#body.metadata ?? {};
+    const outcome = this.#deps.observer
+      ? await this.#deps.observer.handler({
+        resource: resourceName(this.#deps.resource),
+        namespace: meta.namespace,
+        name: meta.name,
+        uid: meta.uid,
+        handler: task.handler.id,
+        kind: task.handler.spawn,
+        retry: retries,
+      }, attempt)
+      : await attempt();
     const stopped = task.stopper.signal;
     if (stopped.aborted && outcome.kind !== "success") {
       // Ending by the cancellation (or any error while stopping) is an exit on request.

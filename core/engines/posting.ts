@@ -23,6 +23,7 @@ import {
 } from "../actions/loggers.ts";
 import type { LogLevel, PostingSettings } from "../settings/settings.ts";
 import { sleep } from "../util/backoff.ts";
+import type { OperatorObserver } from "./observers.ts";
 
 /** One Event to post. */
 export interface PendingEvent {
@@ -64,6 +65,8 @@ export class EventPoster {
   #queue: PendingEvent[] = [];
   #wake: (() => void) | undefined;
   #lastBatch = -Infinity;
+  /** Observes posted and dropped Events (metrics); set by the operator. */
+  observer: OperatorObserver | undefined;
 
   /**
    * @param api Where to post.
@@ -190,6 +193,7 @@ export class EventPoster {
       posts.push(() => this.#post(event, count));
     }
     for (const { ref, count } of suppressed.values()) {
+      this.observer?.eventsDropped(count);
       const message =
         `${count} more messages were not posted as Events (rate limit); see the operator's log`;
       posts.push(() => this.#post({ ref, type: "Warning", reason: "Throttled", message }, 1));
@@ -219,6 +223,7 @@ export class EventPoster {
         instance: this.#settings.reportingInstance,
         namePrefix: this.#settings.eventNamePrefix,
       });
+      this.observer?.eventPosted(event.type, count);
     } catch (error) {
       this.#logger?.warning(
         `Failed to post an Event about ${event.ref.namespace ?? ""}/${event.ref.name}: ${error}`,

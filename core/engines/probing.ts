@@ -3,6 +3,9 @@
  * the probe handlers as JSON (reused for 10 seconds), and fails (503) when the operator is not
  * healthy — some watch stream has been silent (no events, no bookmarks, no successful reconnect)
  * for too long, which means it is stuck in a way its own watchdog could not repair.
+ *
+ * Also the metrics endpoint (`--metrics http://0.0.0.0:9090/metrics`), on a server of its own or
+ * on the liveness server when both URLs name the same host and port.
  * @module
  */
 
@@ -36,6 +39,8 @@ export interface LivenessOptions {
    * @default 10
    */
   readonly maxAge?: number;
+  /** Further paths served by the same server (e.g. the metrics endpoint on the same port). */
+  readonly routes?: Readonly<Record<string, () => Promise<Response>>>;
 }
 
 /** A running liveness endpoint. */
@@ -81,7 +86,10 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
     signal: options.signal,
     onListen: () => {},
   }, async (request) => {
-    if (new URL(request.url).pathname !== path) return new Response("Not found\n", { status: 404 });
+    const requested = new URL(request.url).pathname;
+    const route = options.routes?.[requested];
+    if (route && requested !== path) return await route();
+    if (requested !== path) return new Response("Not found\n", { status: 404 });
     const problems = options.problems();
     if (problems) {
       return Response.json({ error: problems }, { status: 503 });
@@ -94,6 +102,57 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
         status: 500,
       });
     }
+  });
+  return { port: server.addr.port, finished: server.finished };
+}
+
+/** What the metrics endpoint needs. */
+export interface MetricsEndpointOptions {
+  /** Where to listen, e.g. `http://0.0.0.0:9090/metrics` (only the path is served). */
+  readonly url: string;
+  /** Renders the exposition. */
+  readonly render: () => Promise<Response>;
+  /** Stops the server. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Parses an endpoint URL.
+ * @param url The URL, e.g. `http://0.0.0.0:9090/metrics`.
+ * @param what What it is for, for the error message.
+ * @returns The URL.
+ * @throws {TypeError} for anything but `http://host:port/path`.
+ */
+export function endpointUrl(url: string, what: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TypeError(`The ${what} URL must be http://host:port/path, got ${url}`);
+  }
+  if (parsed.protocol !== "http:") {
+    throw new TypeError(`The ${what} URL must be http://host:port/path, got ${url}`);
+  }
+  return parsed;
+}
+
+/**
+ * Starts the metrics endpoint on a server of its own.
+ * @param options URL, renderer, signal.
+ * @returns The bound port and a promise of shutdown.
+ * @throws {TypeError} for a URL that is not `http://host:port/path`.
+ */
+export function serveMetrics(options: MetricsEndpointOptions): LivenessServer {
+  const url = endpointUrl(options.url, "metrics");
+  const path = url.pathname || "/";
+  const server = Deno.serve({
+    hostname: url.hostname,
+    port: Number(url.port || 80),
+    signal: options.signal,
+    onListen: () => {},
+  }, async (request) => {
+    if (new URL(request.url).pathname !== path) return new Response("Not found\n", { status: 404 });
+    return await options.render();
   });
   return { port: server.addr.port, finished: server.finished };
 }

@@ -30,6 +30,8 @@ import { releaseMemory } from "../util/memory.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import { type OperatorPause, pausable } from "../engines/peering.ts";
+import type { ResourceInventory } from "../engines/metrics.ts";
+import type { OperatorObserver } from "../engines/observers.ts";
 import { Patch } from "../structs/patches.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
@@ -60,6 +62,8 @@ export interface OrchestrationDeps {
   readonly onReady?: (() => void) | undefined;
   /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
   readonly paused?: OperatorPause | undefined;
+  /** Observes cycles, handlers, queues and watch streams (metrics, traces). */
+  readonly observer?: OperatorObserver | undefined;
 }
 
 /** What an operator holds in memory. */
@@ -91,13 +95,14 @@ const NAMESPACES: Resource = {
 interface Stream {
   readonly controller: AbortController;
   readonly done: Promise<void>;
+  readonly resource: string;
 }
 
 /** Runs and re-plans the streams of one operator. */
 export class Orchestrator {
   #deps: OrchestrationDeps;
   #streams = new Map<string, Stream>();
-  #queues = new Map<string, ObjectQueue>();
+  #queues = new Map<string, { queue: ObjectQueue; resource: string }>();
   #served = new Map<string, { resource: Resource; selectors: Set<string> }>();
   #namespaces = new Set<string>();
   #reported = new Set<string>();
@@ -127,7 +132,7 @@ export class Orchestrator {
    * @returns Its memo, or `undefined` when the object is not known here.
    */
   memoOf(uid: string): Memo | undefined {
-    for (const queue of this.#queues.values()) {
+    for (const { queue } of this.#queues.values()) {
       const memory = queue.memory(uid);
       if (memory) return memory.memo;
     }
@@ -156,12 +161,50 @@ export class Orchestrator {
     let objects = 0;
     let workers = 0;
     let tasks = 0;
-    for (const queue of this.#queues.values()) {
+    for (const { queue } of this.#queues.values()) {
       objects += queue.size;
       workers += queue.active;
       for (const memory of queue.memories()) tasks += memory.spawner?.size ?? 0;
     }
     return { streams: this.#streams.size, objects, workers, tasks };
+  }
+
+  /**
+   * What the operator holds per resource (for metrics; reads every remembered object).
+   * @returns One entry per served resource.
+   */
+  inventory(): ResourceInventory[] {
+    const held = new Map<string, {
+      resource: string;
+      streams: number;
+      objects: number;
+      workers: number;
+      pending: number;
+      daemons: number;
+      timers: number;
+    }>();
+    const entry = (resource: string) => {
+      let e = held.get(resource);
+      if (!e) {
+        e = { resource, streams: 0, objects: 0, workers: 0, pending: 0, daemons: 0, timers: 0 };
+        held.set(resource, e);
+      }
+      return e;
+    };
+    for (const stream of this.#streams.values()) entry(stream.resource).streams++;
+    for (const { queue, resource } of this.#queues.values()) {
+      const e = entry(resource);
+      e.objects += queue.size;
+      e.workers += queue.active;
+      e.pending += queue.waiting;
+      for (const memory of queue.memories()) {
+        const counts = memory.spawner?.counts();
+        if (!counts) continue;
+        e.daemons += counts.daemons;
+        e.timers += counts.timers;
+      }
+    }
+    return [...held.values()];
   }
 
   /** Runs until the signal aborts; resolves after all streams drained. */
@@ -326,7 +369,7 @@ export class Orchestrator {
         this.#readiness.expect(key);
       }
       const done = this.#stream(key, target.resource, target.namespace, target.selectors, signal);
-      this.#streams.set(key, { controller, done });
+      this.#streams.set(key, { controller, done, resource: resourceName(target.resource) });
     }
     this.#checkReady();
     this.#readiness.check();
@@ -346,7 +389,8 @@ export class Orchestrator {
     selectors: Set<string>,
     signal: AbortSignal,
   ): Promise<void> {
-    const { settings, logger } = this.#deps;
+    const { settings, logger, observer } = this.#deps;
+    const name = resourceName(resource);
     const handlers = this.#deps.registry.handlersFor(resource, selectors);
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
@@ -360,6 +404,7 @@ export class Orchestrator {
       logger,
       lifecycle: this.#deps.lifecycle,
       signal,
+      observer,
     };
     const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,
@@ -369,7 +414,15 @@ export class Orchestrator {
         if (signal.aborted) throw signal.reason;
         this.#cycles++;
         this.#lastCycleAt = performance.now();
-        return processEvent(deps, memory, event);
+        if (!observer) return processEvent(deps, memory, event);
+        const meta = event.body.metadata ?? {};
+        return observer.cycle({
+          resource: name,
+          namespace: meta.namespace,
+          name: meta.name,
+          uid: meta.uid,
+          event: event.internal ? null : event.type,
+        }, () => processEvent(deps, memory, event));
       },
       createMemory: (_body, wake) => ({
         memo: shallowCopy(this.#deps.memo),
@@ -382,8 +435,10 @@ export class Orchestrator {
       ...(settings.queueing.workerLimit
         ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
         : {}),
+      observer,
+      name,
     });
-    this.#queues.set(key, queue);
+    this.#queues.set(key, { queue, resource: name });
     const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
     const where = namespace ? ` in ${namespace}` : "";
     logger.debug(`Watching ${resourceName(resource)}${where}`);
@@ -411,9 +466,15 @@ export class Orchestrator {
           if (other.type === "error") {
             logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
           }
+          if (other.type === "connected") observer?.watchConnected(name, other.reason);
+          if (other.type === "bookmark") observer?.watchEvent(name, "BOOKMARK");
         })
       ) {
         this.#activity.set(key, performance.now());
+        observer?.watchEvent(
+          name,
+          event.type === "delete" ? "DELETED" : event.raw === null ? "LISTED" : event.raw,
+        );
         if (handlers.indexing.length) {
           // Indexed on the stream itself, so the readiness gate opens only when all are indexed.
           await this.#indexers.index(

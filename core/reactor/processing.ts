@@ -11,7 +11,7 @@
  */
 
 import { type Application, applyPatch } from "../actions/application.ts";
-import { execute } from "../actions/execution.ts";
+import { execute, type Outcome } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
@@ -41,6 +41,8 @@ import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import { invokeChanging, type SubhandlerScope } from "./subhandling.ts";
 import { Spawner } from "../engines/daemons.ts";
+import type { HandlerInfo, OperatorObserver } from "../engines/observers.ts";
+import { resourceName } from "../structs/resources.ts";
 
 /** What the cycle needs from the operator. */
 export interface ProcessingDeps {
@@ -66,6 +68,8 @@ export interface ProcessingDeps {
   readonly lifecycle: Lifecycle;
   /** Aborted on operator shutdown. */
   readonly signal: AbortSignal;
+  /** Observes handler runs (metrics, traces). */
+  readonly observer?: OperatorObserver | undefined;
 }
 
 /** What the operator remembers about one object between cycles (in memory only). */
@@ -105,6 +109,8 @@ export interface CycleResult {
   readonly body?: KubeObject | undefined;
   /** Seconds until another cycle is due even without new events; undefined: none. */
   readonly delay?: number | undefined;
+  /** A handler failed in this cycle, temporarily or permanently (for metrics). */
+  readonly failed?: boolean | undefined;
 }
 
 const VERBS: Readonly<Record<Reason, [string, string]>> = {
@@ -236,25 +242,37 @@ export async function processEvent(
   const chosen = deps.lifecycle(
     due.map((h) => ({ id: h.id, retries: state.get(h.id)?.retries ?? 0, handler: h })),
   );
+  let anyFailed = false;
   for (const { handler } of chosen) {
     if (deps.signal.aborted) break;
     const progress = state.begin(handler.id, reason, new Date());
     const scope: SubhandlerScope = { state, lifecycle: deps.lifecycle, childIds: [] };
     // The attempt's signal follows the operator's (it is the operator's without a timeout).
-    const outcome = await execute(
-      handler,
-      progress,
-      (signal) =>
-        withHandledObject({ body }, () =>
-          invokeChanging(handler, {
-            ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
-            reason,
-            cause,
-            progress,
-          }, scope)),
-      undefined,
-      deps.signal,
-    );
+    const attempt = () =>
+      execute(
+        handler,
+        progress,
+        (signal) =>
+          withHandledObject({ body }, () =>
+            invokeChanging(handler, {
+              ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
+              reason,
+              cause,
+              progress,
+            }, scope)),
+        undefined,
+        deps.signal,
+      );
+    const outcome = deps.observer
+      ? await deps.observer.handler(
+        handlerInfo(deps, body, handler.id, "change", progress.retries, reason),
+        attempt,
+      )
+      : await attempt();
+    if (
+      (outcome.kind === "temporary" && outcome.error.name !== "HandlerChildrenRetry") ||
+      outcome.kind === "permanent"
+    ) anyFailed = true;
     state.record(handler.id, outcome, new Date(), scope.childIds);
     reportOutcome(logger, handler.id, outcome);
     deliverResult(patch, handler.id, outcome);
@@ -267,10 +285,37 @@ export async function processEvent(
     state.store(settings.progressStorage, body, patch);
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
-    return await finish(deps, body, patch, undefined);
+    return failedIf(anyFailed, await finish(deps, body, patch, undefined));
   }
   state.store(settings.progressStorage, body, patch);
-  return await finish(deps, body, patch, state.nextDelay(ids, new Date()));
+  return failedIf(anyFailed, await finish(deps, body, patch, state.nextDelay(ids, new Date())));
+}
+
+/** Marks a cycle's result as failed (for metrics), keeping it as it is otherwise. */
+function failedIf(failed: boolean, result: CycleResult): CycleResult {
+  return failed ? { ...result, failed } : result;
+}
+
+/** What the observer gets to know about a handler run. */
+function handlerInfo(
+  deps: ProcessingDeps,
+  body: KubeObject,
+  id: string,
+  kind: HandlerInfo["kind"],
+  retry: number,
+  cause?: string,
+): HandlerInfo {
+  const meta = body.metadata ?? {};
+  return {
+    resource: resourceName(deps.resource),
+    namespace: meta.namespace,
+    name: meta.name,
+    uid: meta.uid,
+    handler: id,
+    kind,
+    retry,
+    cause,
+  };
 }
 
 /** After all handlers of a cause are done: remember the essence, or release the object. */
@@ -314,14 +359,29 @@ async function runWatchingHandlers(
       type: event.type,
     };
     if (!matchesBodyFilters(handler, event.body, () => context)) continue;
-    try {
-      const result = await withHandledObject(
-        { body: event.body },
-        () => (handler.fn as (c: EventContext) => unknown)(context),
+    const run = async (): Promise<Outcome> => {
+      try {
+        const result = await withHandledObject(
+          { body: event.body },
+          () => (handler.fn as (c: EventContext) => unknown)(context),
+        );
+        return { kind: "success", result };
+      } catch (error) {
+        return {
+          kind: "ignored",
+          error: error instanceof Error ? error : new Error(String(error)),
+        };
+      }
+    };
+    const outcome = deps.observer
+      ? await deps.observer.handler(handlerInfo(deps, event.body, handler.id, "event", 0), run)
+      : await run();
+    if (outcome.kind === "success") deliverResult(patch, handler.id, outcome);
+    else if (outcome.kind === "ignored") {
+      logger.exception(
+        `Handler '${handler.id}' failed with an exception. Will ignore.`,
+        outcome.error,
       );
-      deliverResult(patch, handler.id, { kind: "success", result });
-    } catch (error) {
-      logger.exception(`Handler '${handler.id}' failed with an exception. Will ignore.`, error);
     }
   }
 }
@@ -419,6 +479,7 @@ function spawnerOf(
       ),
     wake: memory.wake,
     signal: deps.signal,
+    observer: deps.observer,
   });
   return spawner;
 }

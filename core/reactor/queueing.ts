@@ -15,6 +15,7 @@ import type { QueueingSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { sleep } from "../util/backoff.ts";
 import type { Semaphore } from "../util/semaphore.ts";
+import type { OperatorObserver } from "../engines/observers.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
 
 /** What the queue needs. */
@@ -33,6 +34,10 @@ export interface QueueDeps {
   readonly limiter?: Semaphore | undefined;
   /** Bounds concurrent processing of this queue's objects (`settings.queueing.workerLimit`). */
   readonly streamLimiter?: Semaphore | undefined;
+  /** Observes queueing (metrics): adds, waits, retries. */
+  readonly observer?: OperatorObserver | undefined;
+  /** The queue's name for the observer (the resource). @default "" */
+  readonly name?: string | undefined;
 }
 
 /** The key of an object: its uid, or namespace/name when it has none. */
@@ -57,6 +62,8 @@ function isStale(event: ObjectEvent, processed: string | undefined): boolean {
 
 class ObjectWorker {
   pending: ObjectEvent | undefined;
+  /** When the pending event (from outside) arrived, for the observer's wait time. */
+  pendingSince: number | undefined;
   #wake: (() => void) | undefined;
   done: Promise<void>;
 
@@ -67,6 +74,7 @@ class ObjectWorker {
     first: ObjectEvent,
   ) {
     this.pending = first;
+    if (queue.deps.observer) this.pendingSince = performance.now();
     this.done = this.#run();
   }
 
@@ -79,6 +87,7 @@ class ObjectWorker {
   push(event: ObjectEvent): void {
     // The watch's echo of our own write (or anything older): nothing new, not even a wake-up.
     if (isStale(event, this.#processed)) return;
+    if (this.queue.deps.observer) this.pendingSince ??= performance.now();
     this.pending = event;
     this.#wake?.();
   }
@@ -119,6 +128,7 @@ class ObjectWorker {
         if (!arrived) {
           if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
           this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
+          deps.observer?.retried(deps.name ?? "");
         } else if (deps.settings.batchWindow > 0) {
           // Opt-in batching (Kopf 1.3x's default): wait, so a burst collapses to its latest event.
           await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
@@ -130,6 +140,10 @@ class ObjectWorker {
       }
       const event = this.pending!;
       this.pending = undefined;
+      if (this.pendingSince !== undefined) {
+        deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
+        this.pendingSince = undefined;
+      }
       if (event !== current && isStale(event, processedVersion)) continue;
       let result: CycleResult;
       try {
@@ -155,6 +169,7 @@ class ObjectWorker {
           error,
         );
         this.pending ??= event;
+        deps.observer?.retried(deps.name ?? "");
         await sleep(delay * 1000, deps.signal).catch(() => {});
         continue;
       }
@@ -206,6 +221,7 @@ export class ObjectQueue {
    */
   push(event: ObjectEvent): void {
     const key = objectKey(event.body);
+    if (!event.internal) this.deps.observer?.queued(this.deps.name ?? "");
     const worker = this.#workers.get(key);
     if (worker) {
       worker.push(event);
@@ -265,6 +281,13 @@ export class ObjectQueue {
   /** Number of running workers. */
   get active(): number {
     return this.#workers.size;
+  }
+
+  /** Number of objects whose event waits for their worker (a burst counts once). */
+  get waiting(): number {
+    let n = 0;
+    for (const worker of this.#workers.values()) if (worker.pending) n++;
+    return n;
   }
 
   /**

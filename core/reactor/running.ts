@@ -26,7 +26,10 @@ import { startAdmission } from "../engines/admission.ts";
 import { LeaderElector, replicaIdentity } from "../engines/leadership.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
-import { serveLiveness } from "../engines/probing.ts";
+import { endpointUrl, serveLiveness, serveMetrics } from "../engines/probing.ts";
+import { MetricsEngine } from "../engines/metrics.ts";
+import { combineObservers, type OperatorObserver } from "../engines/observers.ts";
+import { tracingEnabled, TracingObserver } from "../engines/tracing.ts";
 import type { Activity } from "../intents/handlers.ts";
 import type { Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
@@ -86,6 +89,16 @@ export interface OperatorOptions {
   readonly liveness?: string;
   /** Receives a function that reports what the operator holds in memory (tests, metrics). */
   readonly observe?: (stats: () => OperatorStats) => void;
+  /**
+   * Serve Prometheus metrics at this URL, e.g. `http://0.0.0.0:9090/metrics`
+   * (`settings.metrics.endpoint`); the same host and port as `liveness` share one server.
+   */
+  readonly metrics?: string;
+  /**
+   * Collect the metrics into this engine (e.g. to read `engine.exposition()` in a program or
+   * test without an endpoint); served at `metrics` if that is given too.
+   */
+  readonly metricsEngine?: MetricsEngine;
 }
 
 /** The operator could not start: the cluster is unreachable, or credentials are rejected. */
@@ -152,6 +165,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     settings.peering.name = options.peering;
     settings.peering.mandatory = true;
   }
+  if (options.metrics !== undefined) settings.metrics.endpoint = options.metrics;
 
   // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
   try {
@@ -169,7 +183,18 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         loginFailure.abort(error);
       });
     const ownClient = !options.client;
+    // Observation is set up only as far as asked for: without metrics and traces, none at all.
+    const metricsUrl = settings.metrics.endpoint;
+    if (metricsUrl) endpointUrl(metricsUrl, "metrics");
+    const engine = options.metricsEngine ??
+      (metricsUrl ? new MetricsEngine({ process: settings.metrics.process }) : undefined);
+    engine?.attachClient(client.counters, new URL(client.http.connection.server).host);
+    const observers: OperatorObserver[] = [];
+    if (tracingEnabled()) observers.push(new TracingObserver());
+    if (engine) observers.push(engine);
+    const observer = observers.length ? combineObservers(observers) : undefined;
     const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
+    poster.observer = observer;
     listeners.push(poster.listener);
     try {
       await checkConnection(client, signal);
@@ -185,6 +210,23 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         : undefined;
       // The liveness endpoint serves standbys too (else the kubelet restarts them).
       let current: Orchestrator | undefined;
+      let currentPause: OperatorPause | undefined;
+      // So do the metrics: a standby reports its API requests and leader_election_master_status.
+      engine?.attach({
+        inventory: () => current?.inventory() ?? [],
+        paused: () => currentPause?.paused ?? false,
+        indices: () =>
+          Object.fromEntries(
+            Object.entries(current?.indices ?? {}).map(([name, index]) => [name, index.size]),
+          ),
+      });
+      const renderMetrics = async () => {
+        const { text, contentType } = await engine!.exposition();
+        return new Response(text, { headers: { "Content-Type": contentType } });
+      };
+      const metricsShared = Boolean(
+        engine && metricsUrl && options.liveness && sameServer(options.liveness, metricsUrl),
+      );
       const liveness = options.liveness
         ? serveLiveness({
           url: options.liveness,
@@ -201,10 +243,22 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               Reflect.getOwnPropertyDescriptor(current?.indices ?? {}, name),
           }),
           signal,
+          ...(metricsShared ? { routes: { [new URL(metricsUrl!).pathname]: renderMetrics } } : {}),
         })
         : undefined;
+      const metricsServer = engine && metricsUrl && !metricsShared
+        ? serveMetrics({ url: metricsUrl, render: renderMetrics, signal })
+        : undefined;
+      if (metricsUrl) {
+        const url = new URL(metricsUrl);
+        url.port = String(metricsServer?.port ?? liveness?.port ?? url.port);
+        logger.info(`Serving metrics at ${url.href}`);
+      }
+      const leaseLabels = { name: settings.leadership.name };
+      if (leader) observer?.state("leader", 0, leaseLabels);
       const serve = async (signal: AbortSignal): Promise<void> => {
         const pause = new OperatorPause();
+        currentPause = pause;
         const peeringStop = new AbortController();
         let peered: Promise<void> | undefined;
         try {
@@ -241,6 +295,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             signal,
             onReady: options.onReady,
             ...(peering ? { paused: pause } : {}),
+            observer,
           });
           current = orchestrator;
           options.observe?.(() => orchestrator.stats());
@@ -301,16 +356,20 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         // Standby → leading → (on a lost Lease: exit, or standby again) until stopped.
         for (;;) {
           if (leader && !(await leader.acquire(signal))) break;
+          if (leader) observer?.state("leader", 1, leaseLabels);
           try {
             await serve(leader ? AbortSignal.any([signal, leader.lost]) : signal);
           } finally {
             await leader?.release();
+            if (leader) observer?.state("leader", 0, leaseLabels);
           }
           if (!leader?.lost.aborted || signal.aborted) break;
           if (settings.leadership.onLost === "exit") throw leader.lost.reason;
         }
       } finally {
         await liveness?.finished;
+        await metricsServer?.finished;
+        engine?.close();
       }
       if (loginFailure.signal.aborted) throw loginFailure.signal.reason;
     } finally {
@@ -456,6 +515,13 @@ function isConnectionInfo(value: unknown): value is ConnectionInfo {
   return Boolean(
     value && typeof value === "object" && "server" in value && "credentials" in value,
   );
+}
+
+/** Whether two endpoint URLs name the same host and (fixed) port, so one server serves both. */
+function sameServer(a: string, b: string): boolean {
+  const x = new URL(a);
+  const y = new URL(b);
+  return x.host === y.host && x.port !== "0" && x.port !== "" && x.pathname !== y.pathname;
 }
 
 function firstLine(error: unknown): string {

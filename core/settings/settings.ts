@@ -219,6 +219,18 @@ export interface PersistenceSettings {
   diffbaseStorage: DiffBaseStorage;
 }
 
+/** `settings.metrics`: the Prometheus metrics endpoint (see docs/observability.md). */
+export interface MetricsSettings {
+  /**
+   * Serve the metrics at this URL, e.g. `http://0.0.0.0:9090/metrics` (null: no endpoint);
+   * `kopf run --metrics URL` and `operator({ metrics })` set it. Read after the startup
+   * handlers. Not in Kopf. @default null
+   */
+  endpoint: string | null;
+  /** Include process metrics (CPU, memory, file descriptors, event loop lag). @default true */
+  process: boolean;
+}
+
 /** All settings of one operator. */
 export interface OperatorSettings {
   /** The operator process. */
@@ -251,6 +263,8 @@ export interface OperatorSettings {
   leadership: LeadershipSettings;
   /** Sharded replicas (active/active); see docs/scaling.md. */
   sharding: ShardingSettings;
+  /** The metrics endpoint. */
+  metrics: MetricsSettings;
 }
 
 /** Kopf's default finalizer. */
@@ -355,6 +369,7 @@ export function createSettings(
     },
     leadership: leadershipDefaults(overrides.leadership),
     sharding: shardingDefaults(overrides.sharding),
+    metrics: { endpoint: null, process: true, ...overrides.metrics },
   };
   return settings;
 }
