@@ -29,6 +29,17 @@ if ! bin="$(tools/kube-binaries.sh)"; then
 fi
 export KOPF_TS_KUBE_BIN="$bin"
 
+# Prometheus and promtool (Debian's `prometheus` package) for the metrics tests: installed when
+# missing and apt-get can be used, bounded in time; otherwise those tests say why they skip.
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &&
+  [[ $(id -u) -eq 0 ]] && { [[ $# -eq 0 ]] || [[ "$*" == *metrics* ]]; }; then
+  echo "[test] installing Debian's prometheus package (for tests/metrics_test.ts)"
+  { timeout 300 apt-get update -q && DEBIAN_FRONTEND=noninteractive timeout 600 \
+      apt-get install -y -q --no-install-recommends prometheus; } >/tmp/kopf-ts-apt.$$ 2>&1 ||
+    { echo "[test] could not install prometheus; the PromQL test will skip:"; tail -n 5 /tmp/kopf-ts-apt.$$; }
+  rm -f /tmp/kopf-ts-apt.$$
+fi
+
 if [[ $# -eq 0 ]]; then
   check fmt $DENO fmt --check
   check lint $DENO lint
