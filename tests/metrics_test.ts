@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
+import { info } from "../core/api/events.ts";
 import { daemon } from "../core/api/spawning.ts";
 import { TemporaryError } from "../core/actions/execution.ts";
 import { counter } from "../core/engines/metrics_custom.ts";
@@ -45,9 +46,10 @@ Deno.test(
     const namespace = await testNamespace("metrics");
     const created = counter({ name: "test_e2e_objects_created_total", help: "Objects created." });
     await using op = await startOperator((registry) => {
-      on.create("kopfexamples", { registry, id: "create_fn" }, ({ retry }) => {
+      on.create("kopfexamples", { registry, id: "create_fn" }, ({ retry, body }) => {
         if (retry === 0) throw new TemporaryError("Not yet.", { delay: 0.2 });
         created.inc();
+        info(body, { reason: "Created", message: "Created at last." });
         return { done: true };
       });
       daemon("kopfexamples", { registry, id: "watch_fn" }, async ({ stopped, sleep }) => {
@@ -110,8 +112,13 @@ Deno.test(
       }
     }
 
-    // Events posted (the handlers' log lines), seen by the poster.
-    await eventually(async () => (await scrape(url)).value("kopf_k8s_events_posted_total") > 0);
+    // The Events the handler posted, one per object.
+    await eventually(
+      async () =>
+        (await scrape(url)).value("kopf_k8s_events_posted_total", { type: "Normal" }) === 3,
+      15_000,
+      "three Events posted",
+    );
 
     // API requests: the same counts as the client's own counters, verb by verb (the operator
     // may be making requests meanwhile: they must agree at some scrape).
