@@ -85,6 +85,13 @@ export interface ControlPlaneOptions {
    * gets `410 Gone`. Such watches get no periodic BOOKMARKs. Default: `["podtemplates"]`.
    */
   uncachedResources?: readonly string[];
+  /**
+   * kube-apiserver feature gates, merged over ours: `ShardedListAndWatch` is on by default
+   * (Kubernetes 1.36 alpha: `shardSelector` on lists and watches; requests without the
+   * parameter are served exactly as without the gate). `{ ShardedListAndWatch: false }` turns
+   * it off, e.g. to test a client's fallback.
+   */
+  featureGates?: Readonly<Record<string, boolean>>;
   /** Extra kube-apiserver flags, appended last (so they override ours), e.g. `--v=4`. */
   apiServerArgs?: readonly string[];
   /** Extra kube-controller-manager flags, appended last. */
@@ -509,6 +516,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
           "--max-mutating-requests-inflight=0",
           "--profiling=false",
           ...watchCacheArgs(this.#options),
+          featureGatesArg(this.#options),
           ...(withKcm ? [] : ["--disable-admission-plugins=ServiceAccount"]),
           ...(this.#options.apiServerArgs ?? []),
         ];
@@ -1114,6 +1122,11 @@ function asRecord(value: unknown): Record<string, unknown> | undefined {
 
 function asString(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+function featureGatesArg(options: ControlPlaneOptions): string {
+  const gates = { ShardedListAndWatch: true, ...options.featureGates };
+  return `--feature-gates=${Object.entries(gates).map(([k, v]) => `${k}=${v}`).join(",")}`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ export interface ListOptions extends CallOptions {
   readonly labelSelector?: string | undefined;
   /** Server-side field selector, e.g. `metadata.name=x`. */
   readonly fieldSelector?: string | undefined;
+  /** Server-side shard selector (Kubernetes 1.36+, gate `ShardedListAndWatch`); see structs/shards.ts. */
+  readonly shardSelector?: string | undefined;
   /** Page size; pages are fetched until the list is complete. @default 500 */
   readonly limit?: number | undefined;
 }
@@ -40,6 +42,8 @@ export interface WatchOptions extends CallOptions {
   readonly labelSelector?: string | undefined;
   /** Server-side field selector. */
   readonly fieldSelector?: string | undefined;
+  /** Server-side shard selector (ignored by servers without sharded watches). */
+  readonly shardSelector?: string | undefined;
   /** Ask the server for BOOKMARK events. @default true */
   readonly allowBookmarks?: boolean | undefined;
   /** Server closes the stream after this many seconds. */
@@ -134,6 +138,7 @@ export class KubeApi {
           continue: token,
           labelSelector: options.labelSelector,
           fieldSelector: options.fieldSelector,
+          shardSelector: options.shardSelector,
         },
       });
       page.items ??= [];
@@ -286,6 +291,7 @@ export class KubeApi {
         timeoutSeconds: options.timeoutSeconds,
         labelSelector: options.labelSelector,
         fieldSelector: options.fieldSelector,
+        shardSelector: options.shardSelector,
       },
     });
   }

@@ -60,6 +60,16 @@ export interface WatcherOptions {
   readonly labelSelector?: string | undefined;
   /** Server-side field selector. */
   readonly fieldSelector?: string | undefined;
+  /**
+   * Server-side shard selector (`shardSelector`, Kubernetes 1.36+); servers without sharded
+   * watches ignore it and send everything, so pair it with `accept`.
+   */
+  readonly shardSelector?: string | undefined;
+  /**
+   * Client-side filter: objects it rejects are not reported, as if the server had filtered them
+   * (it must judge by immutable fields, e.g. the uid's shard).
+   */
+  readonly accept?: ((object: KubeObject) => boolean) | undefined;
   /** Server closes each watch request after this many seconds; we then resume. @default 300 */
   readonly serverTimeoutSeconds?: number | undefined;
   /** A stream silent for this long is considered stalled and reopened. @default 120000 */
@@ -200,7 +210,9 @@ export async function* watcher(
     namespace: options.namespace,
     labelSelector: options.labelSelector,
     fieldSelector: options.fieldSelector,
+    shardSelector: options.shardSelector,
   };
+  const accept = options.accept ?? (() => true);
   while (!signal?.aborted) {
     try {
       if (resourceVersion === undefined) {
@@ -209,7 +221,9 @@ export async function* watcher(
         for await (
           const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })
         ) {
-          for (const object of page.items) yield { type: "initApply", object };
+          for (const object of page.items) {
+            if (accept(object)) yield { type: "initApply", object };
+          }
           listedVersion = page.metadata?.resourceVersion ?? listedVersion;
         }
         resourceVersion = listedVersion;
@@ -258,11 +272,13 @@ export async function* watcher(
               case "ADDED":
               case "MODIFIED":
                 if (version) resourceVersion = version;
-                yield { type: "apply", object: event.object, raw: event.type };
+                if (accept(event.object)) {
+                  yield { type: "apply", object: event.object, raw: event.type };
+                }
                 break;
               case "DELETED":
                 if (version) resourceVersion = version;
-                yield { type: "delete", object: event.object };
+                if (accept(event.object)) yield { type: "delete", object: event.object };
                 break;
               case "BOOKMARK":
                 if (version) resourceVersion = version;
