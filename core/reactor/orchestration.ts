@@ -7,6 +7,11 @@
  * - Cluster-wide operators (`clusterwide`) watch each resource once, cluster-wide. Namespaced ones
  *   watch literal namespaces directly; glob patterns watch the Namespaces resource and follow it.
  *   Cluster-scoped resources are always watched cluster-wide.
+ * - Sharded replicas (`sharding`): one stream per held shard per (resource × namespace), each
+ *   with the shard's `shardSelector` and the same filter on this side; {@link
+ *   Orchestrator.serveShards} starts and stops them as shards come and go, so a rebalance touches
+ *   only the moving shards. Resources with index handlers get one more, unsharded stream that
+ *   only indexes (indices hold all objects; handlers run on the owning replica only).
  * @module
  */
 
@@ -33,6 +38,12 @@ import { type OperatorPause, pausable } from "../engines/peering.ts";
 import type { ResourceInventory } from "../engines/metrics.ts";
 import type { OperatorObserver } from "../engines/observers.ts";
 import { Patch } from "../structs/patches.ts";
+import {
+  effectiveShardKey,
+  type ShardKey,
+  shardOfObject,
+  shardSelector,
+} from "../structs/shards.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
 
@@ -64,7 +75,22 @@ export interface OrchestrationDeps {
   readonly paused?: OperatorPause | undefined;
   /** Observes cycles, handlers, queues and watch streams (metrics, traces). */
   readonly observer?: OperatorObserver | undefined;
+  /** Sharded replicas: the shard space; which shards are served comes by `serveShards()`. */
+  readonly sharding?: ShardSpace | undefined;
 }
+
+/** How objects are split into shards (all replicas of an operator must agree). */
+export interface ShardSpace {
+  /** The number of virtual shards. */
+  readonly count: number;
+  /** What is hashed. */
+  readonly key: ShardKey;
+  /** Send `shardSelector` to the server (it supports sharded watches). */
+  readonly serverSide: boolean;
+}
+
+/** What a stream does with its objects: everything, only handling, or only indexing. */
+type StreamRole = "full" | "process" | "index";
 
 /** What an operator holds in memory. */
 export interface OperatorStats {
@@ -114,6 +140,7 @@ export class Orchestrator {
   #ready = false;
   #indexers: Indexers;
   #readiness = new IndexingReadiness();
+  #shards = new Set<number>();
 
   /** @param deps Collaborators. */
   constructor(deps: OrchestrationDeps) {
@@ -338,23 +365,70 @@ export class Orchestrator {
     }
   }
 
-  /** Starts streams that should run and stops those that should not. */
-  #replan(): void {
+  /**
+   * Serves exactly these shards from now on (sharded replicas only): streams of new shards
+   * start; those of dropped shards stop at once (their handlers, daemons and timers get their
+   * stop signals). Objects of dropped shards are released, not deleted: no handler runs for them.
+   * @param shards The shards this replica holds now.
+   * @returns Resolves when the dropped shards' work has finished (or its grace period passed).
+   */
+  async serveShards(shards: ReadonlySet<number>): Promise<void> {
+    this.#shards = new Set(shards);
+    await Promise.all(this.#replan());
+  }
+
+  /**
+   * Starts streams that should run and stops those that should not.
+   * @returns The ends of the streams it stopped.
+   */
+  #replan(): Promise<void>[] {
     const wanted = new Map<
       string,
-      { resource: Resource; namespace: string | undefined; selectors: Set<string> }
+      {
+        resource: Resource;
+        namespace: string | undefined;
+        selectors: Set<string>;
+        shard: number | undefined;
+        role: StreamRole;
+      }
     >();
+    const sharding = this.#deps.sharding;
     for (const [id, { resource, selectors }] of this.#served) {
       const namespaces = this.#deps.clusterwide || !resource.namespaced
         ? [undefined]
         : [...this.#namespaces];
+      const indexed = this.#deps.registry.handlersFor(resource, selectors).indexing.length > 0;
       for (const namespace of namespaces) {
-        wanted.set(`${id}@${namespace ?? "*"}`, { resource, namespace, selectors });
+        const base = `${id}@${namespace ?? "*"}`;
+        if (!sharding) {
+          wanted.set(base, { resource, namespace, selectors, shard: undefined, role: "full" });
+          continue;
+        }
+        if (indexed) {
+          wanted.set(`${base}#index`, {
+            resource,
+            namespace,
+            selectors,
+            shard: undefined,
+            role: "index",
+          });
+        }
+        for (const shard of this.#shards) {
+          wanted.set(`${base}#${shard}`, {
+            resource,
+            namespace,
+            selectors,
+            shard,
+            role: "process",
+          });
+        }
       }
     }
+    const stopped: Promise<void>[] = [];
     for (const [key, stream] of this.#streams) {
       if (!wanted.has(key)) {
         stream.controller.abort();
+        stopped.push(stream.done);
         this.#streams.delete(key);
         this.#activity.delete(key);
         this.#pendingListings.delete(key);
@@ -365,14 +439,18 @@ export class Orchestrator {
       const controller = new AbortController();
       const signal = AbortSignal.any([controller.signal, this.#deps.signal]);
       if (!this.#ready) this.#pendingListings.add(key);
-      if (this.#deps.registry.handlersFor(target.resource, target.selectors).indexing.length) {
+      if (
+        target.role !== "process" &&
+        this.#deps.registry.handlersFor(target.resource, target.selectors).indexing.length
+      ) {
         this.#readiness.expect(key);
       }
-      const done = this.#stream(key, target.resource, target.namespace, target.selectors, signal);
+      const done = this.#stream(key, target, signal);
       this.#streams.set(key, { controller, done, resource: resourceName(target.resource) });
     }
     this.#checkReady();
     this.#readiness.check();
+    return stopped;
   }
 
   #checkReady(): void {
@@ -384,14 +462,20 @@ export class Orchestrator {
 
   async #stream(
     key: string,
-    resource: Resource,
-    namespace: string | undefined,
-    selectors: Set<string>,
+    target: {
+      resource: Resource;
+      namespace: string | undefined;
+      selectors: Set<string>;
+      shard: number | undefined;
+      role: StreamRole;
+    },
     signal: AbortSignal,
   ): Promise<void> {
+    const { resource, namespace, selectors, shard, role } = target;
     const { settings, logger, observer } = this.#deps;
     const name = resourceName(resource);
-    const handlers = this.#deps.registry.handlersFor(resource, selectors);
+    const all = this.#deps.registry.handlersFor(resource, selectors);
+    const handlers = role === "process" ? { ...all, indexing: [] } : all;
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
       resource,
@@ -440,14 +524,26 @@ export class Orchestrator {
     });
     this.#queues.set(key, { queue, resource: name });
     const indexMemory = { memo: shallowCopy(this.#deps.memo), handledOnce: true, wake: () => {} };
-    const where = namespace ? ` in ${namespace}` : "";
+    const where = (namespace ? ` in ${namespace}` : "") +
+      (shard === undefined ? "" : ` (shard ${shard})`);
     logger.debug(`Watching ${resourceName(resource)}${where}`);
+    const sharding = shard === undefined ? undefined : this.#deps.sharding;
+    const shardKey = sharding && effectiveShardKey(sharding.key, resource.namespaced);
     // A pause closes the stream and stops the daemons; a resume relists (which reports what
     // changed or vanished meanwhile) and the daemons' exits wake their objects to respawn them.
     const open = (period: AbortSignal) =>
       watcher(this.#deps.client.api, resource, {
         namespace,
         ...watchingOptions(settings.watching),
+        ...(sharding && shardKey && shard !== undefined
+          ? {
+            // The server filters if it can; this side filters always (older servers ignore it).
+            ...(sharding.serverSide
+              ? { shardSelector: shardSelector([shard], sharding.count, shardKey) }
+              : {}),
+            accept: (object) => shardOfObject(object, shardKey, sharding.count) === shard,
+          }
+          : {}),
         signal: period,
       });
     const onPause = () => {
@@ -494,6 +590,7 @@ export class Orchestrator {
             logger.forObject(event.object, { local: true }),
           );
         }
+        if (role === "index") continue; // handled by the shard's own stream
         // Unchanged objects of a relist matter only to raw-event handlers (they see every
         // listing, as in Kopf); for the rest, a relist repeats no work.
         if (event.type === "apply" && event.unchanged) {

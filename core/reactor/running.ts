@@ -24,6 +24,7 @@ import {
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
 import { LeaderElector, replicaIdentity } from "../engines/leadership.ts";
+import { detectShardedWatches, ShardCoordinator } from "../engines/sharding.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
 import { endpointUrl, serveLiveness, serveMetrics } from "../engines/probing.ts";
@@ -198,6 +199,14 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     listeners.push(poster.listener);
     try {
       await checkConnection(client, signal);
+      if (settings.leadership.enabled && settings.sharding.enabled) {
+        throw new OperatorStartError(
+          "Leader election and sharding are mutually exclusive: sharded replicas are all active",
+        );
+      }
+      const sharding = settings.sharding.enabled
+        ? await startSharding(client, settings, logger.child(["kopf", "sharding"]), signal)
+        : undefined;
       const leader = settings.leadership.enabled
         ? new LeaderElector({
           api: client.api,
@@ -261,6 +270,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         currentPause = pause;
         const peeringStop = new AbortController();
         let peered: Promise<void> | undefined;
+        let coordinator: ShardCoordinator | undefined;
         try {
           const peering = await startPeering({
             api: client.api,
@@ -296,8 +306,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             onReady: options.onReady,
             ...(peering ? { paused: pause } : {}),
             observer,
+            ...(sharding ? { sharding: sharding.space } : {}),
           });
           current = orchestrator;
+          if (sharding) {
+            coordinator = new ShardCoordinator({
+              ...sharding.deps,
+              serve: (shards) => orchestrator.serveShards(shards),
+              signal,
+            });
+            await coordinator.join(); // the first fair share is served from the first listing
+          }
           options.observe?.(() => orchestrator.stats());
           const admission = registry.webhooks().length
             ? startAdmission({
@@ -347,6 +366,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           await posting;
           await admission?.finished; // the managed webhook configurations are cleaned up by now
         } finally {
+          await coordinator?.finished; // the shards' work stopped; their Leases are released
           // Our peering entries are removed only after the streams stopped.
           peeringStop.abort();
           await peered;
@@ -392,6 +412,50 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     }
     logger.info("Operator stopped.");
   }
+}
+
+/**
+ * Prepares sharded replicas: resolves the Leases' namespace and this replica's identity, detects
+ * whether the API server filters by `shardSelector`, says so in one line, and turns peering off
+ * (replicas of equal priority would pause each other; the shard Leases coordinate them instead).
+ */
+async function startSharding(
+  client: KubeClient,
+  settings: OperatorSettings,
+  logger: Logger,
+  signal: AbortSignal,
+) {
+  const s = settings.sharding;
+  const namespace = s.namespace ?? client.http.connection.namespace ?? "default";
+  const identity = s.identity ?? replicaIdentity();
+  let serverSide = false;
+  if (s.serverSide === "auto") {
+    try {
+      serverSide = await detectShardedWatches(client.api, namespace, signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new OperatorStartError(
+        `Cannot list Leases in ${namespace} for sharding: ${firstLine(error)}`,
+        { cause: error },
+      );
+    }
+  }
+  logger.info(
+    `Sharding: ${s.shards} shards by ${s.key}, Leases ${namespace}/${s.name}-*, as ${identity}; ` +
+      (serverSide
+        ? "the API server filters the watches (shardSelector)"
+        : "the API server does not filter by shardSelector (Kubernetes < 1.36 or the " +
+          "ShardedListAndWatch gate is off): each held shard's watch receives all objects and " +
+          "keeps its own here; fewer shards (--shard-count = replicas) cost less"),
+  );
+  if (!settings.peering.standalone) {
+    logger.info("Peering is off for sharded replicas: the shard Leases coordinate them.");
+    settings.peering.standalone = true;
+  }
+  return {
+    space: { count: s.shards, key: s.key, serverSide },
+    deps: { api: client.api, settings: s, namespace, identity, logger },
+  };
 }
 
 /**
