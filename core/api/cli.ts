@@ -20,7 +20,12 @@ import { operator, OperatorStartError } from "../reactor/running.ts";
 import { createSettings } from "../settings/settings.ts";
 import { argsErrorMessage } from "./cli_args.ts";
 import { armUltimateExit } from "./embedding.ts";
-import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE } from "./cli_scaling.ts";
+import {
+  applyScalingOptions,
+  SCALING_OPTIONS,
+  SCALING_USAGE,
+  shardsCommand,
+} from "./cli_scaling.ts";
 import { LeadershipLostError } from "../engines/leadership.ts";
 import { configureLogging, type LogFormat, type LoggingOptions } from "./logging.ts";
 
@@ -74,7 +79,8 @@ ${SCALING_USAGE}${LOGGING_USAGE}  -h, --help                Show this help.
 
 Every option can also be given as an environment variable KOPF_RUN_<NAME> (see docs/cli.md);
 options on the command line win. Other commands: kopf freeze, kopf resume (pause and resume
-running operators; see --help). kopf --version prints the version.
+running operators; see --help), kopf shards (who holds which shards). kopf --version prints
+the version.
 Tooling (see docs/tooling.md): kopf init NAME (a new project), kopf generate types|rbac,
 kopf build (one binary).
 `;
@@ -262,6 +268,13 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   }
   if (command === "freeze" || command === "resume") {
     return await peeringCommand(command, rest, options, print, fail);
+  }
+  if (command === "shards") {
+    return await shardsCommand(rest, {
+      print,
+      output: options.write ?? ((line) => console.log(line)),
+      kubeconfig: options.kubeconfig,
+    });
   }
   if (command === "generate" || command === "init" || command === "build") {
     const { tooling } = await import("./generate/commands.ts");

@@ -4,6 +4,9 @@
  * @module
  */
 
+import { parseArgs } from "node:util";
+import { KubeClient } from "../client/client.ts";
+import { readShardStatus } from "../engines/sharding.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { checkShardCount, MAX_SHARDS } from "../structs/shards.ts";
 
@@ -87,4 +90,103 @@ export function applyScalingOptions(
     }
   }
   return undefined;
+}
+
+const SHARDS_USAGE = `Usage: kopf shards [OPTIONS]
+
+Print who holds which shards of a sharded operator (kopf run --shards): the live replicas and
+each shard's hash range and holder, from the operator's Leases.
+
+Options:
+      --lease-name NAME     The Leases' name prefix (default: kopf).
+      --lease-namespace NS  Their namespace (default: the kubeconfig context's, else default).
+      --kubeconfig PATH     Kubeconfig file.
+      --context NAME        Kubeconfig context.
+  -h, --help                Show this help.
+`;
+
+/** How `kopf shards` prints and connects. */
+export interface ShardsCommandOptions {
+  /** Error lines. */
+  readonly print: (line: string) => void;
+  /** The report. */
+  readonly output: (line: string) => void;
+  /** Kubeconfig file to use unless `--kubeconfig` is given. */
+  readonly kubeconfig?: string | undefined;
+}
+
+/**
+ * `kopf shards`: prints the live replicas of a sharded operator and the holder of each shard.
+ * @param args The arguments after `shards`.
+ * @param options Output and connection defaults.
+ * @returns The exit code: 0, or 1 with an `error:` line.
+ */
+export async function shardsCommand(
+  args: readonly string[],
+  options: ShardsCommandOptions,
+): Promise<number> {
+  const fail = (message: string) => {
+    options.print(`error: ${message}`);
+    return 1;
+  };
+  let values;
+  try {
+    values = parseArgs({
+      args: [...args],
+      options: {
+        "lease-name": { type: "string" },
+        "lease-namespace": { type: "string" },
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (error) {
+    return fail(`${error instanceof Error ? error.message : error} (see kopf shards --help)`);
+  }
+  if (values.help) {
+    options.output(SHARDS_USAGE);
+    return 0;
+  }
+  const kubeconfig = values.kubeconfig ?? options.kubeconfig;
+  let client: KubeClient;
+  try {
+    client = await KubeClient.connect({
+      ...(kubeconfig ? { kubeconfig } : {}),
+      ...(values.context ? { context: values.context } : {}),
+    });
+  } catch (error) {
+    return fail(error instanceof Error ? error.message.split("\n")[0]! : String(error));
+  }
+  try {
+    const name = values["lease-name"] ?? "kopf";
+    const namespace = values["lease-namespace"] ?? client.http.connection.namespace ?? "default";
+    const status = await readShardStatus(client.api, { name, namespace });
+    if (!status.shards.length && !status.members.length) {
+      return fail(
+        `No shard Leases '${name}-*' in namespace ${namespace}: is kopf run --shards running there?`,
+      );
+    }
+    options.output(
+      `Sharded operator '${name}' in ${namespace}: ${status.count ?? "?"} shards, ` +
+        `${status.members.length} live replicas`,
+    );
+    const width = Math.max(7, ...status.members.map((m) => m.identity.length));
+    options.output(`${"replica".padEnd(width)}  shards`);
+    for (const member of status.members) {
+      options.output(`${member.identity.padEnd(width)}  ${member.shards.length}`);
+    }
+    options.output("");
+    options.output(`${"shard".padEnd(5)}  ${"range".padEnd(39)}  holder`);
+    for (const shard of status.shards) {
+      options.output(
+        `${String(shard.shard).padEnd(5)}  ${shard.range.padEnd(39)}  ${shard.holder ?? "(free)"}`,
+      );
+    }
+    return 0;
+  } catch (error) {
+    return fail(error instanceof Error ? error.message.split("\n")[0]! : String(error));
+  } finally {
+    client[Symbol.dispose]();
+  }
 }
