@@ -11,12 +11,14 @@
 import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
 import { on } from "../core/api/on.ts";
-import type { KubeClient } from "../core/client/client.ts";
 import { readShardStatus } from "../core/engines/sharding.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
-import { type InProcessOperator, startOperator } from "./_operator.ts";
+import { ControlPlane } from "../testing/control_plane.ts";
+import { KubeClient } from "../core/client/client.ts";
+import { loadKubeconfig } from "../core/client/config.ts";
+import { type InProcessOperator, spawnOperator, startOperator } from "./_operator.ts";
 import {
   applyCrds,
   eventually,
@@ -52,7 +54,12 @@ function settings(namespace: string, identity: string) {
 }
 
 /** A replica whose handlers record their runs in `runs`. */
-function replica(runs: Run[], namespace: string, identity: string): Promise<InProcessOperator> {
+function replica(
+  runs: Run[],
+  namespace: string,
+  identity: string,
+  client?: KubeClient,
+): Promise<InProcessOperator> {
   const record = (handler: string, name: string | undefined) =>
     runs.push({ handler, name: name ?? "", replica: identity });
   return startOperator((registry: OperatorRegistry) => {
@@ -68,7 +75,11 @@ function replica(runs: Run[], namespace: string, identity: string): Promise<InPr
     on.event("kopfexamples", { registry }, function event_fn({ name, type }) {
       if (type === "DELETED") record("deleted-event", name);
     });
-  }, { namespaces: [namespace], settings: settings(namespace, identity) });
+  }, {
+    namespaces: [namespace],
+    settings: settings(namespace, identity),
+    ...(client ? { client } : {}),
+  });
 }
 
 async function setup(prefix: string) {
@@ -94,7 +105,12 @@ async function createExamples(client: KubeClient, namespace: string, names: stri
 }
 
 /** Waits until `replicas` live members hold all shards between them. */
-async function balanced(client: KubeClient, namespace: string, replicas: number) {
+async function balanced(
+  client: KubeClient,
+  namespace: string,
+  replicas: number,
+  timeoutMs = 60_000,
+) {
   return await eventually(
     async () => {
       const status = await readShardStatus(client.api, { name: "kopf", namespace });
@@ -104,7 +120,7 @@ async function balanced(client: KubeClient, namespace: string, replicas: number)
         ? status
         : undefined;
     },
-    60_000,
+    timeoutMs,
     `${replicas} replicas to hold all ${SHARDS} shards`,
   );
 }
@@ -213,6 +229,100 @@ Deno.test(
     } finally {
       for (const op of others) await op.stop();
       await first.stop();
+    }
+  },
+);
+
+Deno.test(
+  "SIGKILL of one of 3 kopf run --shards replicas: the others take its shards over after the lease expires; every object handled exactly once (X-SCALE-14)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-kill");
+    using _ = client;
+    const spawn = (replica: string) =>
+      spawnOperator(
+        [
+          "tests/_scaling_operator.ts",
+          "-n",
+          namespace,
+          "--standalone",
+          "--shards",
+          "--shard-count",
+          String(SHARDS),
+          "--lease-namespace",
+          namespace,
+          "--log-format",
+          "plain",
+        ],
+        { REPLICA: replica, POD_NAME: `pod-${replica}`, KOPF_TEST_LEASE: "4,3,0.5" },
+      );
+    const ops = await Promise.all(["a", "b", "c"].map(spawn));
+    const all = () => ops.flatMap((op) => op.lines);
+    const created = () => all().filter((l) => l.startsWith("RUN create "));
+    try {
+      const status = await balanced(client, namespace, 3);
+      const names = Array.from({ length: 30 }, (_, i) => `k-${i}`);
+      await createExamples(client, namespace, names.slice(0, 15));
+      await eventually(() => created().length >= 15, 60_000, "15 creations");
+      await sleep(1_000); // the handlers' progress is persisted by now
+
+      const victim = status.members.find((m) => m.identity.startsWith("pod-b"))!;
+      ops[1]!.kill("SIGKILL");
+      await ops[1]!.exited;
+      await createExamples(client, namespace, names.slice(15));
+      // Lease duration 4 s; "a few seconds" on a loaded machine: the bound is generous.
+      const after = await balanced(client, namespace, 2, 4_000 + 20_000);
+      assert.ok(!after.members.some((m) => m.identity === victim.identity));
+      await eventually(() => created().length >= 30, 60_000, "30 creations");
+      await sleep(1_000);
+      const counts = new Map<string, number>();
+      for (const line of created()) {
+        const name = line.split(" ")[2]!;
+        counts.set(name, (counts.get(name) ?? 0) + 1);
+      }
+      assert.equal(counts.size, 30, created().join("\n"));
+      assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], "exactly once each");
+      assert.deepEqual(all().filter((l) => /^RUN (delete|deleted-event) /.test(l)), []);
+      const survivors = new Set(
+        created().filter((l) => names.slice(15).some((n) => l.includes(`/${n} `)))
+          .map((l) => l.split(" ")[3]),
+      );
+      assert.ok(!survivors.has("b"), "the killed replica handled nothing after its death");
+    } finally {
+      for (const op of ops) await op.stop().catch(() => {});
+    }
+  },
+);
+
+Deno.test(
+  "the fallback with the ShardedListAndWatch gate off: the server ignores shardSelector, the replicas filter by the same hash; each create handler runs exactly once (X-SCALE-15)",
+  opts,
+  async () => {
+    await using plane = await ControlPlane.start({
+      controllerManager: false,
+      featureGates: { ShardedListAndWatch: false },
+    });
+    const connect = async () =>
+      new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+    using client = await connect();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = "default";
+    const runs: Run[] = [];
+    const ops = [
+      await replica(runs, namespace, "f1", await connect()),
+      await replica(runs, namespace, "f2", await connect()),
+    ];
+    try {
+      for (const op of ops) await op.waitForLog(/does not filter by shardSelector/);
+      await balanced(client, namespace, 2);
+      const names = Array.from({ length: 20 }, (_, i) => `f-${i}`);
+      await createExamples(client, namespace, names);
+      await eventually(() => count(runs, "create").size === 20, 60_000, "20 creations");
+      await sleep(1_000);
+      assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
+      assert.equal(new Set(runs.map((r) => r.replica)).size, 2, "both replicas handled a share");
+    } finally {
+      for (const op of ops) await op.stop();
     }
   },
 );
