@@ -92,7 +92,7 @@ export const ErrorsMode = {
 /** One of the {@link ErrorsMode} values. */
 export type ErrorsMode = typeof ErrorsMode[keyof typeof ErrorsMode];
 
-/** The default delay (seconds) before retrying arbitrary errors. */
+/** The default delay (seconds) before retrying arbitrary errors (`settings.execution.defaultBackoff`). */
 export const DEFAULT_BACKOFF = 60;
 
 /** The limits and error policy of a handler. */
@@ -107,6 +107,24 @@ export interface ExecutionPolicy {
   readonly retries?: number | undefined;
   /** Seconds to wait before retrying arbitrary errors. @default 60 */
   readonly backoff?: number | undefined;
+}
+
+/**
+ * The policy with the operator-wide backoff for arbitrary errors filled in, as Kopf 1.45's
+ * `settings.execution.default_backoff`: a handler's own `backoff` still wins, and
+ * `TemporaryError`'s delay is unaffected.
+ *
+ * @param policy The handler's policy.
+ * @param defaultBackoff `settings.execution.defaultBackoff` (undefined: {@link DEFAULT_BACKOFF}).
+ * @returns The same policy when it has a backoff, else a copy with the default one.
+ */
+export function withDefaultBackoff(
+  policy: ExecutionPolicy,
+  defaultBackoff: number | undefined,
+): ExecutionPolicy {
+  if (policy.backoff !== undefined || defaultBackoff === undefined) return policy;
+  const { id, errors, timeout, retries } = policy;
+  return { id, errors, timeout, retries, backoff: defaultBackoff };
 }
 
 /** Per-handler history needed to enforce the limits. */

@@ -10,6 +10,7 @@ import {
   type Outcome,
   PermanentError,
   TemporaryError,
+  withDefaultBackoff,
 } from "./execution.ts";
 
 const T0 = new Date("2024-01-01T00:00:00Z");
@@ -314,4 +315,22 @@ Deno.test("execute() with a parent signal: the attempt's signal follows it (fast
   );
   assert.equal(slow.kind, "permanent");
   assert.ok(errorOf(slow) instanceof HandlerTimeoutError);
+});
+
+Deno.test("withDefaultBackoff() fills in the operator-wide backoff; a handler's own one wins (K26-02)", async () => {
+  const error = new Error("boom");
+  const fail = () => {
+    throw error;
+  };
+  const state = { started: new Date(), retries: 0 };
+  const filled = await execute(withDefaultBackoff({ id: "h" }, 7), state, fail);
+  assert.deepEqual(filled, { kind: "temporary", error, delay: 7 });
+  const own = await execute(withDefaultBackoff({ id: "h", backoff: 3 }, 7), state, fail);
+  assert.deepEqual(own, { kind: "temporary", error, delay: 3 });
+  const temporary = await execute(withDefaultBackoff({ id: "h" }, 7), state, () => {
+    throw new TemporaryError("later");
+  });
+  assert.equal(temporary.kind === "temporary" && temporary.delay, 60, "TemporaryError keeps 60");
+  const unset = await execute(withDefaultBackoff({ id: "h" }, undefined), state, fail);
+  assert.deepEqual(unset, { kind: "temporary", error, delay: DEFAULT_BACKOFF });
 });

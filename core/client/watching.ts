@@ -72,7 +72,7 @@ export interface WatcherOptions {
   readonly accept?: ((object: KubeObject) => boolean) | undefined;
   /** Server closes each watch request after this many seconds; we then resume. @default 300 */
   readonly serverTimeoutSeconds?: number | undefined;
-  /** A stream silent for this long is considered stalled and reopened. @default 120000 */
+  /** A stream silent for this long is considered stalled and reopened. @default 70000 */
   readonly inactivityTimeoutMs?: number | undefined;
   /** Pause before reopening a stream the server ended normally. @default 100 */
   readonly reconnectBackoffMs?: number | undefined;
@@ -202,7 +202,7 @@ export async function* watcher(
   options: WatcherOptions = {},
 ): AsyncGenerator<WatcherEvent> {
   const signal = options.signal;
-  const inactivityMs = options.inactivityTimeoutMs ?? 120_000;
+  const inactivityMs = options.inactivityTimeoutMs ?? 70_000;
   let resourceVersion: string | undefined;
   let failures = 0;
   let reason: WatchStartReason = "initial";

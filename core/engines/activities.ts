@@ -8,7 +8,7 @@
  * @module
  */
 
-import { execute, isFinal, type Outcome } from "../actions/execution.ts";
+import { execute, isFinal, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { reportOutcome } from "../actions/outcomes.ts";
 import type { ActivityContext, IndexView, Memo } from "../intents/contexts.ts";
@@ -66,7 +66,8 @@ export async function runActivity(deps: ActivityDeps): Promise<Map<string, unkno
   await Promise.all(deps.handlers.map(async (handler) => {
     const started = new Date();
     for (let retries = 0; !deps.signal.aborted; retries++) {
-      const outcome: Outcome = await execute(handler, { started, retries }, (signal) => {
+      const policy = withDefaultBackoff(handler, deps.settings.execution?.defaultBackoff);
+      const outcome: Outcome = await execute(policy, { started, retries }, (signal) => {
         const context: ActivityContext = {
           logger,
           memo: deps.memo,

@@ -15,7 +15,7 @@
  */
 
 import { applyPatch } from "../actions/application.ts";
-import { execute, type Outcome } from "../actions/execution.ts";
+import { execute, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
@@ -23,7 +23,7 @@ import type { KubeApi } from "../client/api.ts";
 import type { ResourceContext } from "../intents/contexts.ts";
 import type { SpawningHandler } from "../intents/handlers.ts";
 import { matchesBodyFilters } from "../intents/registries.ts";
-import type { BackgroundSettings } from "../settings/settings.ts";
+import type { BackgroundSettings, ExecutionSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
@@ -110,6 +110,8 @@ export interface SpawnerDeps {
   readonly resource: Resource;
   /** `settings.background` (read live). */
   readonly settings: BackgroundSettings;
+  /** `settings.execution` (read live), for the default backoff of arbitrary errors. */
+  readonly execution?: ExecutionSettings | undefined;
   /** The object's logger. */
   readonly logger: Logger;
   /** Builds the resource context for the current body (live). */
@@ -353,7 +355,7 @@ export class Spawner {
     };
     const attempt = () =>
       execute(
-        task.handler,
+        withDefaultBackoff(task.handler, this.#deps.execution?.defaultBackoff),
         { started, retries },
         (signal) =>
           withHandledObject(handled, () =>

@@ -11,7 +11,7 @@
  */
 
 import { type Application, applyPatch } from "../actions/application.ts";
-import { execute, type Outcome } from "../actions/execution.ts";
+import { execute, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
@@ -250,7 +250,7 @@ export async function processEvent(
     // The attempt's signal follows the operator's (it is the operator's without a timeout).
     const attempt = () =>
       execute(
-        handler,
+        withDefaultBackoff(handler, deps.settings.execution.defaultBackoff),
         progress,
         (signal) =>
           withHandledObject({ body }, () =>
@@ -466,6 +466,7 @@ function spawnerOf(
     api: deps.api,
     resource: deps.resource,
     settings: deps.settings.background,
+    execution: deps.settings.execution,
     logger: deps.logger.forObject(body),
     context: (handler, signal): ResourceContext =>
       makeResourceContext(

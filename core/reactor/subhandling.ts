@@ -13,6 +13,7 @@ import {
   execute as executeOnce,
   HandlerChildrenRetry,
   PermanentError,
+  withDefaultBackoff,
 } from "../actions/execution.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { HandlerProgress, ProgressState } from "../actions/progression.ts";
@@ -234,7 +235,7 @@ async function runChildren(
     const nested: SubhandlerScope = { state, lifecycle: scope.lifecycle, childIds: [] };
     // The attempt's signal follows the parent's (it is the parent's without a timeout).
     const outcome = await executeOnce(
-      handler,
+      withDefaultBackoff(handler, inputs.settings.execution?.defaultBackoff),
       progress,
       (signal) => invokeChanging(handler, { ...inputs, progress, signal }, nested),
       undefined,

@@ -132,7 +132,9 @@ export interface WatchingSettings {
   reconnectBackoff: number;
   /**
    * A stream with no events and no bookmarks for this long is considered stalled and reopened.
-   * Not in Kopf (whose streams can stall silently). @default 120
+   * As Kopf 1.44's `settings.watching.inactivity_timeout`: the server sends a bookmark about
+   * every minute, so 70 s notices a silently lost connection while the server still has the
+   * missed events. @default 70
    */
   inactivityTimeout: number;
 }
@@ -179,6 +181,12 @@ export interface AdmissionSettings {
 export interface ExecutionSettings {
   /** Maximum concurrently running handlers across all objects (null: unlimited). @default null */
   maxWorkers: number | null;
+  /**
+   * Seconds before an arbitrary (non-Kopf) error of a handler is retried, when the handler has
+   * no `backoff` of its own; `TemporaryError`'s delay is separate (60 unless given). As Kopf
+   * 1.45's `settings.execution.default_backoff`. @default 60
+   */
+  defaultBackoff: number;
 }
 
 /** `settings.background`: daemons and timers. */
@@ -336,7 +344,7 @@ export function createSettings(
       serverTimeout: 300,
       clientTimeout: null,
       reconnectBackoff: 0.1,
-      inactivityTimeout: 120,
+      inactivityTimeout: 70,
       ...overrides.watching,
     },
     queueing,
@@ -346,7 +354,7 @@ export function createSettings(
     },
     scanning: { disabled: false, ...overrides.scanning },
     admission: { server: null, managed: null, ...overrides.admission },
-    execution: { maxWorkers: null, ...overrides.execution },
+    execution: { maxWorkers: null, defaultBackoff: 60, ...overrides.execution },
     background: {
       cancellationPolling: 60,
       instantExitTimeout: null,
