@@ -32,6 +32,7 @@ import {
   validateName,
 } from "./schema.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
+import { parseShardSelector } from "./sharding.ts";
 import { Store, type StoreOptions } from "./storage.ts";
 import {
   clone,
@@ -50,6 +51,8 @@ export interface ListQuery {
   readonly labelSelector?: string | null;
   /** Field selector. */
   readonly fieldSelector?: string | null;
+  /** Shard selector (`shardRange(…) || …`, see sharding.ts). */
+  readonly shardSelector?: string | null;
   /** Page size (0 or absent: everything). */
   readonly limit?: number;
   /** Continue token from a previous page. */
@@ -123,17 +126,18 @@ export class Cluster {
   list(def: ResourceDef, namespace: string | undefined, query: ListQuery = {}): ListPage {
     const label = parseLabelSelector(query.labelSelector);
     const field = parseFieldSelector(query.fieldSelector, def);
+    const shard = parseShardSelector(query.shardSelector)?.matches ?? (() => true);
     const ns = def.namespaced ? namespace : undefined;
     const key = resourceKey(def);
     const { rv, start } = listVersion(this.store, query);
     const all = this.store.listAt(key, ns, rv);
-    const matching = all.filter((o) => idOf(o) > start && label(o) && field(o));
+    const matching = all.filter((o) => idOf(o) > start && label(o) && field(o) && shard(o));
     const limit = query.limit ?? 0;
     if (limit <= 0 || matching.length <= limit) {
       return { items: matching, resourceVersion: String(rv) };
     }
     const items = matching.slice(0, limit);
-    const filtered = Boolean(query.labelSelector || query.fieldSelector);
+    const filtered = Boolean(query.labelSelector || query.fieldSelector || query.shardSelector);
     return {
       items,
       resourceVersion: String(rv),

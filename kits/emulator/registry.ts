@@ -36,7 +36,10 @@ function builtin(
   };
 }
 
-/** The built-in resources: core/v1 essentials, apps/v1 deployments and CRDs themselves. */
+/**
+ * The built-in resources: core/v1 essentials, apps/v1 deployments, coordination.k8s.io/v1 leases
+ * and CRDs themselves.
+ */
 export const BUILTINS: readonly ResourceDef[] = [
   builtin("", "configmaps", "ConfigMap", { shortNames: ["cm"] }),
   builtin("", "events", "Event", { shortNames: ["ev"] }),
@@ -66,6 +69,7 @@ export const BUILTINS: readonly ResourceDef[] = [
     subresources: ["status"],
     generation: true,
   }),
+  builtin("coordination.k8s.io", "leases", "Lease"),
   builtin("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", {
     namespaced: false,
     shortNames: ["crd", "crds"],

@@ -22,7 +22,8 @@ import type { History } from "./history.ts";
 import { PATCH_TYPES } from "./patching.ts";
 import { parse as parseYaml } from "yaml";
 import { decodeProtobuf } from "./protobuf.ts";
-import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
+import { parseFieldSelector, parseLabelSelector, type Selector } from "./selectors.ts";
+import { parseShardSelector, type ShardSelector } from "./sharding.ts";
 import { groupVersion, isObject, type KubeObject, type ResourceDef } from "./types.ts";
 import { openWatch } from "./watches.ts";
 
@@ -348,9 +349,11 @@ export function createHandler(options: RouterOptions): Handler {
     if (rv && !/^\d+$/.test(rv)) {
       throw badRequest(`invalid resource version: ${invalidResourceVersion(rv)}`);
     }
+    const sharded = parseShardSelector(query.get("shardSelector"));
     const page = cluster.list(def, route.namespace, {
       labelSelector: query.get("labelSelector"),
       fieldSelector: query.get("fieldSelector"),
+      shardSelector: query.get("shardSelector"),
       limit: Number.isFinite(limit) ? limit : 0,
       continue: query.get("continue"),
       resourceVersion: query.get("resourceVersion"),
@@ -362,6 +365,9 @@ export function createHandler(options: RouterOptions): Handler {
       ...(page.remainingItemCount !== undefined
         ? { remainingItemCount: page.remainingItemCount }
         : {}),
+      // As the real API server: lists of built-in resources echo the applied selector; lists of
+      // custom resources (unstructured) are filtered but do not.
+      ...(sharded && !def.crd ? { shardInfo: { selector: sharded.text } } : {}),
     };
     const items = page.items.map((o) => cluster.present(def, o, route.version));
     if (wantsTable(request.headers.get("accept"))) {
@@ -379,7 +385,10 @@ export function createHandler(options: RouterOptions): Handler {
       version: route.version,
       namespace: def.namespaced ? route.namespace : undefined,
       label: parseLabelSelector(query.get("labelSelector")),
-      field: parseFieldSelector(query.get("fieldSelector"), def),
+      field: withShards(
+        parseFieldSelector(query.get("fieldSelector"), def),
+        parseShardSelector(query.get("shardSelector")),
+      ),
       resourceVersion: query.get("resourceVersion"),
       sendInitialEvents: query.get("sendInitialEvents") === "true",
       allowBookmarks: query.get("allowWatchBookmarks") === "true",
@@ -451,4 +460,9 @@ export function createHandler(options: RouterOptions): Handler {
       });
     }
   };
+}
+
+/** A field selector narrowed by a shard selector (both must match). */
+function withShards(field: Selector, shards: ShardSelector | undefined): Selector {
+  return shards ? (object) => field(object) && shards.matches(object) : field;
 }
