@@ -26,6 +26,9 @@ export const COMPAT_HANDLERS: string = localPath("./compat/python/handlers.py");
 /** A field handler with an explicit id (`field_fn` on `spec.field`), for the handler-id tests. */
 export const COMPAT_FIELD_HANDLERS: string = localPath("./compat/python/field_handlers.py");
 
+/** The Python half of the twin test (tests/twin_test.ts) on Kopf's status-subresource CRD. */
+export const TWIN_HANDLERS: string = localPath("./compat/python/twin_handlers.py");
+
 async function locate(): Promise<PythonKopfAvailability> {
   if (Deno.env.get("KOPF_TS_SKIP_PYTHON_KOPF")) {
     return { available: false, reason: "KOPF_TS_SKIP_PYTHON_KOPF is set" };
