@@ -850,7 +850,7 @@ async function main(): Promise<number> {
   let venv: string | undefined;
   let kopfVersion = "not available";
   const only = values.only?.split(",").map((s) => s.trim()).filter(Boolean);
-  if (!only || only.includes("kopf-py")) {
+  if (!only || only.some((id) => id.startsWith("kopf-py"))) {
     log("preparing Python Kopf (tools/python-kopf.sh)");
     const out = await new Deno.Command(`${ROOT}/tools/python-kopf.sh`, {
       stdout: "piped",
