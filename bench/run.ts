@@ -131,7 +131,7 @@ function logEventVariants(base: Contender): Contender[] {
     id: `${base.id}-logs-${on ? "on" : "off"}`,
     label: `${base.label}, no -q, posting.loggers ${on ? "on" : "off"}`,
     command: verbose,
-    env: on ? { BENCH_LOGGERS: "1" } : {},
+    env: (on ? { BENCH_LOGGERS: "1" } : {}) as Record<string, string>,
   }));
 }
 
