@@ -71,12 +71,12 @@ export interface ResourceContext<Spec = Record<string, unknown>, Status = Record
   readonly meta: ObjectMeta;
   /** `body.status` (an empty object when absent). */
   readonly status: StatusOf<Spec, Status>;
-  /** `metadata.name`. */
-  readonly name: string | undefined;
+  /** `metadata.name` (a string, as Kopf 1.45 types it: stored objects always have one). */
+  readonly name: string;
   /** `metadata.namespace` (undefined for cluster-scoped objects). */
   readonly namespace: string | undefined;
-  /** `metadata.uid`. */
-  readonly uid: string | undefined;
+  /** `metadata.uid` (a string, as Kopf 1.45 types it: stored objects always have one). */
+  readonly uid: string;
   /** `metadata.labels` (empty when absent). */
   readonly labels: Labels;
   /** `metadata.annotations` (empty when absent). */
@@ -182,7 +182,11 @@ export interface FieldContext<Spec = Record<string, unknown>, Status = Record<st
 
 /** What admission handlers (on.validate, on.mutate) receive. */
 export interface AdmissionContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
-  extends ResourceContext<Spec, Status> {
+  extends Omit<ResourceContext<Spec, Status>, "name" | "uid"> {
+  /** `metadata.name`; undefined when a creation asks the server to generate it (`generateName`). */
+  readonly name: string | undefined;
+  /** `metadata.uid`; undefined for a creation (the server assigns it later). */
+  readonly uid: string | undefined;
   /** Whether the API request is a dry run: skip side effects. */
   readonly dryrun: boolean;
   /** The subresource under review (`status`, `scale`, …); `undefined` for the main body. */

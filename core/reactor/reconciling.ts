@@ -403,9 +403,10 @@ class ReconcileController {
       spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
       meta,
       status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
-      name: meta.name,
+      // Objects from the API server always have both (only hand-made bodies in tests may not).
+      name: meta.name as string,
       namespace: meta.namespace,
-      uid: meta.uid,
+      uid: meta.uid as string,
       labels: meta.labels ?? {},
       annotations: meta.annotations ?? {},
       resource: this.#resource,

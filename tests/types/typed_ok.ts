@@ -62,3 +62,9 @@ on.create("kopfexamples", ({ spec, patch, old }) => {
 on.create("kopfexamples", ({ spec }: ChangingContext<Spec>) => spec.field);
 daemon("kopfexamples", ({ spec }: SpawnedContext) => spec.anything);
 on.field("kopfexamples", { field: "spec.x" }, ({ old, new: now }) => [old, now]);
+
+// Kopf 1.45 (K26-07): name and uid are strings for handlers of stored objects.
+const strict = (_: string) => {};
+on.create(KopfExamples, ({ name, uid }) => [strict(name), strict(uid)]);
+daemon(KopfExamples, ({ name, uid }) => [strict(name), strict(uid)]);
+on.event("kopfexamples", ({ name, uid }) => [strict(name), strict(uid)]);

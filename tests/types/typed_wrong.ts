@@ -19,3 +19,6 @@ on.validate(KopfExamples, ({ new: object }) => object?.spec?.feild); // expected
 daemon(KopfExamples, ({ spec }) => spec.items?.push(1)); // expected error
 index(ClosedOnes, ({ status }) => status.count?.toUpperCase()); // expected error
 on.field(KopfExamples, { field: "spec.items" }, ({ spec }) => spec.itmes); // expected error
+// Admission requests may lack both (generateName, a creation's uid): still string | undefined.
+on.validate(KopfExamples, ({ name }) => name.length); // expected error
+on.mutate(KopfExamples, ({ uid }) => uid.length); // expected error
