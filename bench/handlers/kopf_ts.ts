@@ -55,3 +55,12 @@ if (Deno.env.get("BENCH_DELETE") === "1") {
     record("delete", name, Date.now());
   });
 }
+
+// bench/scale_out.ts: shorter Lease timings for sharded replicas ("duration,deadline,retry").
+const lease = Deno.env.get("BENCH_LEASE");
+if (lease) {
+  on.startup(function lease_timings({ settings }) {
+    const [leaseDuration, renewDeadline, retryPeriod] = lease.split(",").map(Number);
+    Object.assign(settings.sharding, { leaseDuration, renewDeadline, retryPeriod });
+  });
+}

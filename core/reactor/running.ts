@@ -312,7 +312,10 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           if (sharding) {
             coordinator = new ShardCoordinator({
               ...sharding.deps,
-              serve: (shards) => orchestrator.serveShards(shards),
+              serve: (shards) => {
+                observer?.state("shards_owned", shards.size, { name: settings.sharding.name });
+                return orchestrator.serveShards(shards);
+              },
               signal,
             });
             await coordinator.join(); // the first fair share is served from the first listing
