@@ -172,6 +172,7 @@ export type { FieldPath, FieldSpec, JsonObject, JsonValue, Mapping } from "./cor
 export {
   type JsonPatchOp,
   Patch,
+  type PatchFn,
   type PatchRequests,
   type PatchRequestsOptions,
 } from "./core/structs/patches.ts";

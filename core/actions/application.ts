@@ -7,6 +7,10 @@
  * and other changes meet in one cycle, the other changes are expressed as JSON-patch operations
  * against the last seen object, so it stays one request; the `test` operations make a concurrent
  * change fail the request (422), and the next cycle recomputes instead of clobbering anything.
+ * Transformation functions (`patch.fns`) go last, as JSON-patch operations against the freshest
+ * body (the previous request's response, else the body last seen), guarded by its
+ * `resourceVersion` — split between the object and `/status` when status is a subresource; on a
+ * conflict the object is re-read and they are applied to it once more.
  * @module
  */
 
@@ -105,7 +109,7 @@ async function tryApplying(
     if (error instanceof ApiError && error.code === 404) return { state: "gone" };
     if (
       !(error instanceof ApiError && (error.code === 409 || error.code === 422) &&
-        patch.jsonOps.length)
+        (patch.jsonOps.length || patch.fns.length))
     ) throw error;
     // The finalizer list changed meanwhile (another controller): re-read the object and apply
     // the same changes once more against it, so the cycle's outcomes are not lost.
@@ -120,6 +124,7 @@ async function tryApplying(
       throw again;
     }
     const retry = new Patch(patch.body);
+    retry.fns.push(...patch.fns);
     for (const intent of finalizerIntents(patch)) {
       if (intent.add) retry.addFinalizer(fresh, intent.add);
       else retry.removeFinalizer(fresh, intent.remove!);
@@ -171,6 +176,29 @@ async function send(
       subresource: "status",
       signal,
     });
+  }
+  if (patch.fns.length) {
+    const base = (latest ?? body) as JsonObject;
+    const ops = patch.fnsAsJsonPatch(base);
+    const onStatus = (op: JsonPatchOp) => op.path === "/status" || op.path.startsWith("/status/");
+    const parts = statusSubresource
+      ? [ops.filter((op) => !onStatus(op)), ops.filter(onStatus)]
+      : [ops, []];
+    for (const [i, part] of parts.entries()) {
+      if (part.length === 0) continue;
+      const version = (latest ?? body).metadata?.resourceVersion;
+      const guarded: JsonPatchOp[] = version === undefined
+        ? part
+        : [{ op: "test", path: "/metadata/resourceVersion", value: version }, ...part];
+      const subresource = i === 1 ? "status" : undefined;
+      show(subresource ? "Patching the status with" : "Patching with", guarded);
+      latest = await api.patch(resource, name, guarded, {
+        namespace,
+        type: "json",
+        subresource,
+        signal,
+      });
+    }
   }
   return latest ? { state: "applied", body: latest } : { state: "unchanged" };
 }

@@ -25,7 +25,7 @@ import type { SpawningHandler } from "../intents/handlers.ts";
 import { matchesBodyFilters } from "../intents/registries.ts";
 import type { BackgroundSettings, ExecutionSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import { Patch } from "../structs/patches.ts";
+import { Patch, type PatchFn } from "../structs/patches.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
 import { sleep } from "../util/backoff.ts";
 import type { OperatorObserver } from "./observers.ts";
@@ -100,6 +100,8 @@ interface Task {
   readonly reasons: Set<DaemonStoppingReason>;
   stopping: boolean;
   abandoned: boolean;
+  /** `patch.fns` of an attempt whose patch met a conflict: carried to the next attempt (as Kopf). */
+  pendingFns: PatchFn[];
 }
 
 /** What the spawner of one object needs. */
@@ -242,6 +244,7 @@ export class Spawner {
       canceller,
       stopping: false,
       abandoned: false,
+      pendingFns: [],
       reasons: new Set(),
       done: Promise.resolve(),
     };
@@ -346,6 +349,7 @@ export class Spawner {
 
   async #attempt(task: Task, retries: number, started: Date): Promise<Outcome> {
     const patch = new Patch(); // the handler's own changes, applied after every attempt
+    patch.fns.push(...task.pendingFns.splice(0));
     // The handled object (the kits' implicit owner) is live, like the context's body.
     const current = () => this.#body;
     const handled = {
@@ -381,25 +385,28 @@ export class Spawner {
       this.#deps.logger.debug(
         `${task.handler.spawn} '${task.handler.id}' has exited on request (${stopped.reason}).`,
       );
-      await this.#deliver(task.handler.id, { kind: "success", result: undefined }, patch);
+      await this.#deliver(task, { kind: "success", result: undefined }, patch);
       return { kind: "success", result: undefined };
     }
     if (!(outcome.kind === "success" && stopped.aborted)) {
       reportOutcome(this.#deps.logger, task.handler.id, outcome);
     }
-    await this.#deliver(task.handler.id, outcome, patch);
+    await this.#deliver(task, outcome, patch);
     return outcome;
   }
 
-  async #deliver(id: string, outcome: Outcome, patch: Patch): Promise<void> {
+  async #deliver(task: Task, outcome: Outcome, patch: Patch): Promise<void> {
+    const id = task.handler.id;
     deliverResult(patch, id, outcome);
     if (patch.isEmpty) return;
     try {
-      await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, {
+      const applied = await applyPatch(this.#deps.api, this.#deps.resource, this.#body, patch, {
         signal: this.#deps.signal,
         logger: this.#deps.logger,
         requestLogger: this.#deps.logger,
       });
+      // The live body changed under the transformation functions twice: retry them next time.
+      if (applied.state === "conflict") task.pendingFns.push(...patch.fns);
     } catch (error) {
       this.#deps.logger.warning(`Could not store the result of '${id}': ${error}`);
     }

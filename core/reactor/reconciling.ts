@@ -373,7 +373,9 @@ class ReconcileController {
   /** Writes a patch unless it would change nothing; stores the result in the cache. */
   async #write(body: KubeObject, patch: Patch, logger: Logger): Promise<KubeObject | undefined> {
     if (patch.isEmpty) return body;
-    if (!patch.jsonOps.length && mergedEquals(body, patch.toJSON())) return body;
+    if (!patch.jsonOps.length && !patch.fns.length && mergedEquals(body, patch.toJSON())) {
+      return body;
+    }
     const applied = await applyPatch(this.#deps.client.api, this.#resource, body, patch, {
       signal: this.#deps.signal,
       logger,

@@ -11,6 +11,11 @@
  *   the whole list (or of its absence), so a concurrent change makes the request fail with 422
  *   instead of corrupting the list; the next cycle recomputes the operations.
  *
+ * - transformation functions ({@linkcode Patch.fns}, Kopf 1.44's `patch.fns`) for changes that
+ *   depend on the object's current state (list items, counters): they mutate a copy of the
+ *   freshest known body, and the difference is sent as JSON-patch operations guarded by a `test`
+ *   of `metadata.resourceVersion`.
+ *
  * The patch does no I/O. {@linkcode Patch.toRequests} splits it into request bodies; whether the
  * status goes to the `/status` subresource is the caller's decision (it knows the resource).
  * @module
@@ -25,6 +30,13 @@ export type JsonPatchOp =
   | { readonly op: "add" | "replace" | "test"; readonly path: string; readonly value: JsonValue }
   | { readonly op: "remove"; readonly path: string }
   | { readonly op: "move" | "copy"; readonly from: string; readonly path: string };
+
+/**
+ * A transformation function for {@linkcode Patch.fns}: mutates the object's body in place (a deep
+ * copy of the freshest known version). It may run more than once (after a conflict, against a
+ * newer version), so it should look at the body before changing it.
+ */
+export type PatchFn = (body: JsonObject) => void;
 
 /** The request bodies a patch turns into; `null` where there is nothing to send. */
 export interface PatchRequests {
@@ -73,6 +85,22 @@ export class Patch {
   #finalizers: string[] | null | undefined = undefined;
 
   /**
+   * Transformation functions, applied in order to a copy of the freshest known body after the
+   * merge patch; their changes are sent as JSON-patch operations guarded by the body's
+   * `resourceVersion` (on a conflict, re-applied to the re-read object). As Kopf's `patch.fns`.
+   * @example Appending to a list, which a merge patch cannot do
+   * ```ts
+   * import { Patch } from "./patches.ts";
+   * const patch = new Patch();
+   * patch.fns.push((body) => {
+   *   const spec = (body.spec ??= {}) as { items?: string[] };
+   *   if (!spec.items?.includes("x")) (spec.items ??= []).push("x");
+   * });
+   * ```
+   */
+  readonly fns: PatchFn[] = [];
+
+  /**
    * Create a patch, optionally with some initial merge-patch content (deep-copied).
    * @param init The initial merge-patch body.
    */
@@ -117,7 +145,8 @@ export class Patch {
 
   /** Whether there is nothing to send: no merge-patch content and no JSON-patch operations. */
   get isEmpty(): boolean {
-    return this.#ops.length === 0 && Object.keys(this.#pruned()).length === 0;
+    return this.#ops.length === 0 && this.fns.length === 0 &&
+      Object.keys(this.#pruned()).length === 0;
   }
 
   /**
@@ -189,14 +218,29 @@ export class Patch {
     const target = deepCopy(body);
     mergeInto(target, this.#pruned());
     if (this.#finalizers) ensure(target, ["metadata", "finalizers"], [...this.#finalizers]);
+    for (const fn of this.fns) fn(target);
     return jsonpatch.compare(body, target) as JsonPatchOp[];
   }
 
-  /** Forget everything: merge-patch content and finalizer operations. */
+  /**
+   * The JSON-patch operations of {@linkcode Patch.fns} against a body: the functions mutate a
+   * deep copy of it in order, and the copy is compared with it. No `test` operations.
+   * @param body The freshest known object.
+   * @returns The operations; empty when there are no functions or they change nothing.
+   */
+  fnsAsJsonPatch(body: JsonObject): JsonPatchOp[] {
+    if (this.fns.length === 0) return [];
+    const target = deepCopy(body);
+    for (const fn of this.fns) fn(target);
+    return jsonpatch.compare(body, target) as JsonPatchOp[];
+  }
+
+  /** Forget everything: merge-patch content, finalizer operations, transformation functions. */
   clear(): void {
     this.#body = {};
     this.#ops = [];
     this.#finalizers = undefined;
+    this.fns.length = 0;
   }
 
   /**

@@ -186,3 +186,23 @@ Deno.test("inconsistencies() ignores empty finalizers, labels and annotations dr
     ["remove", ["metadata", "finalizers"], ["f"], null],
   ]);
 });
+
+Deno.test("Patch.fns make the patch non-empty, turn into JSON-patch operations, and are cleared (K26-06)", () => {
+  const patch = new Patch();
+  patch.fns.push((body) => {
+    (body.spec as { items: string[] }).items.push("b");
+  });
+  assert.equal(patch.isEmpty, false);
+  const body = { spec: { items: ["a"] } };
+  assert.deepEqual(patch.fnsAsJsonPatch(body), [{ op: "add", path: "/spec/items/1", value: "b" }]);
+  assert.deepEqual(body, { spec: { items: ["a"] } }, "the body itself is not touched");
+  patch.status["x"] = 1;
+  assert.deepEqual(patch.toJsonPatch(body), [
+    { op: "add", path: "/spec/items/1", value: "b" },
+    { op: "add", path: "/status", value: { x: 1 } },
+  ]);
+  assert.equal(patch.toRequests({ statusSubresource: false }).json, null, "not finalizer ops");
+  patch.clear();
+  assert.equal(patch.isEmpty, true);
+  assert.deepEqual(patch.fnsAsJsonPatch(body), []);
+});
