@@ -12,6 +12,8 @@ import type { JsonObject } from "../core/structs/dicts.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { Patch } from "../core/structs/patches.ts";
 import { createSettings } from "../core/settings/settings.ts";
+import { OperatorRegistry } from "../core/intents/registries.ts";
+import { operator } from "../core/reactor/running.ts";
 import {
   applyCrds,
   eventually,
@@ -184,3 +186,52 @@ Deno.test(
     assert.deepEqual((stored.spec as JsonObject).items, ["one", "other", "mine"]);
   },
 );
+
+Deno.test(
+  "settings.watching.labelSelectors/fieldSelectors filter the watches of the selected resource on the server (K26-14)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("k26sel");
+    const create = (name: string, team: string) =>
+      client.api.create(KOPFEXAMPLES, {
+        apiVersion: "kopf.dev/v1",
+        kind: "KopfExample",
+        metadata: { name, labels: { team } },
+        spec: {},
+      } as KubeObject, { namespace });
+    // Created before the operator starts: the initial list is filtered too.
+    await create("b-listed", "b");
+    await create("a-skipped", "a");
+    const handled: string[] = [];
+    const settings = createSettings({ process: { gracePeriod: 1 }, queueing: { exitTimeout: 1 } });
+    settings.watching.labelSelectors["kopf.dev/kopfexamples"] = "team=a";
+    settings.watching.fieldSelectors["kopfexamples"] = "metadata.name!=a-skipped";
+    settings.watching.labelSelectors["pods"] = "team=nobody"; // another resource: not applied
+    const op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry, id: "create_fn" }, ({ name }) => {
+        handled.push(name);
+      });
+    }, { namespaces: [namespace], settings });
+    await op.ready;
+    await create("b-watched", "b");
+    await create("a-handled", "a");
+    await op.waitForLog(/^Handler 'create_fn' succeeded\.$/, 30_000);
+    await op.stop();
+    assert.deepEqual(handled, ["a-handled"]);
+    for (const name of ["b-listed", "a-skipped", "b-watched"]) {
+      const body = await client.api.get(KOPFEXAMPLES, name, { namespace });
+      assert.equal(body.metadata?.finalizers, undefined, `${name} is not seen`);
+    }
+  },
+);
+
+Deno.test("a key of settings.watching.labelSelectors that names no resource stops the start (K26-14)", async () => {
+  const settings = createSettings();
+  settings.watching.labelSelectors["a/b/c/d"] = "x=y";
+  await assert.rejects(
+    operator({ registry: new OperatorRegistry(), settings, standalone: true }),
+    /settings\.watching\.labelSelectors: the key "a\/b\/c\/d" does not name a resource/,
+  );
+});

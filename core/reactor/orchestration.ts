@@ -46,6 +46,7 @@ import {
 } from "../structs/shards.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
+import { watchSelectors } from "./watch_selectors.ts";
 
 /** What orchestration needs. */
 export interface OrchestrationDeps {
@@ -337,7 +338,11 @@ export class Orchestrator {
 
   async #followNamespaces(): Promise<void> {
     const { client, signal, logger, settings } = this.#deps;
-    const options = { ...watchingOptions(settings.watching), signal };
+    const options = {
+      ...watchingOptions(settings.watching),
+      ...watchSelectors(settings.watching, NAMESPACES), // only if a key selects namespaces
+      signal,
+    };
     try {
       for await (
         const event of objectEvents(watcher(client.api, NAMESPACES, options), (e) => {
@@ -535,6 +540,7 @@ export class Orchestrator {
       watcher(this.#deps.client.api, resource, {
         namespace,
         ...watchingOptions(settings.watching),
+        ...watchSelectors(settings.watching, resource),
         ...(sharding && shardKey && shard !== undefined
           ? {
             // The server filters if it can; this side filters always (older servers ignore it).

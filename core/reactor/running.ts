@@ -40,6 +40,22 @@ import { sleep } from "../util/backoff.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type OperatorStats, Orchestrator } from "./orchestration.ts";
 import { ReconcileControllers } from "./reconciling.ts";
+import { watchSelectors } from "./watch_selectors.ts";
+
+/** Any resource: only to validate the keys of the watch selectors at startup. */
+const NAMESPACE_RESOURCE = {
+  group: "",
+  version: "v1",
+  plural: "namespaces",
+  singular: "namespace",
+  kind: "Namespace",
+  namespaced: false,
+  verbs: [],
+  shortNames: [],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
 
 /** Options of {@link operator}. */
 export interface OperatorOptions {
@@ -176,6 +192,11 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         "Admission handlers (on.validate/on.mutate) exist, but no webhook server is configured: " +
           "set settings.admission.server in a startup handler, e.g. new WebhookServer({ port: 9443 })",
       );
+    }
+    try {
+      watchSelectors(settings.watching, NAMESPACE_RESOURCE); // the keys, before any stream opens
+    } catch (error) {
+      throw new OperatorStartError((error as Error).message, { cause: error });
     }
     const client = options.client ??
       await connect(options, settings, registry, memo, logger, signal, (error) => {

@@ -137,6 +137,15 @@ export interface WatchingSettings {
    * missed events. @default 70
    */
   inactivityTimeout: number;
+  /**
+   * Server-side label selectors by resource, for every list and watch of the matching resources
+   * regardless of the handlers' own filters; several matching entries are joined ("and"). Keys
+   * name resources as handlers do, or as Kopf 1.45's `label_selectors`
+   * (`"kopf.dev/kopfexamples"`). @default {}
+   */
+  labelSelectors: Record<string, string>;
+  /** Server-side field selectors by resource, as {@link WatchingSettings.labelSelectors}. @default {} */
+  fieldSelectors: Record<string, string>;
 }
 
 /** `settings.queueing` (Kopf's `batching`): per-object workers. */
@@ -345,6 +354,8 @@ export function createSettings(
       clientTimeout: null,
       reconnectBackoff: 0.1,
       inactivityTimeout: 70,
+      labelSelectors: {},
+      fieldSelectors: {},
       ...overrides.watching,
     },
     queueing,
