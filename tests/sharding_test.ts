@@ -11,6 +11,8 @@
 import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
 import { on } from "../core/api/on.ts";
+import { index } from "../core/api/indexing.ts";
+import { daemon } from "../core/api/spawning.ts";
 import { readShardStatus } from "../core/engines/sharding.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
@@ -321,6 +323,83 @@ Deno.test(
       await sleep(1_000);
       assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
       assert.equal(new Set(runs.map((r) => r.replica)).size, 2, "both replicas handled a share");
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
+
+Deno.test(
+  "daemons follow their shards and never run on two replicas at once; every replica indexes all objects (X-SCALE-16)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-daemons");
+    using _ = client;
+    const names = Array.from({ length: 8 }, (_, i) => `d-${i}`);
+    await createExamples(client, namespace, names); // before the replicas: full indices at once
+    interface Life {
+      replica: string;
+      name: string;
+      started: number;
+      stopped?: number;
+      indexed: number;
+    }
+    const lives: Life[] = [];
+    const start = (identity: string) =>
+      startOperator((registry: OperatorRegistry) => {
+        index("kopfexamples", { registry }, function byName({ name }) {
+          return { all: name };
+        });
+        daemon("kopfexamples", { registry }, async function worker({ name, signal, indices }) {
+          const life: Life = {
+            replica: identity,
+            name: name ?? "",
+            started: performance.now(),
+            indexed: indices.byName?.get("all")?.size ?? -1,
+          };
+          lives.push(life);
+          await new Promise<void>((resolve) =>
+            signal.addEventListener("abort", () => resolve(), { once: true })
+          );
+          life.stopped = performance.now();
+        });
+      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const running = () => lives.filter((l) => l.stopped === undefined);
+    const ops = [await start("da"), await start("db")];
+    try {
+      await balanced(client, namespace, 2);
+      await eventually(
+        () => new Set(running().map((l) => l.name)).size === names.length,
+        60_000,
+        "a daemon per object",
+      );
+      ops.push(await start("dc"));
+      await balanced(client, namespace, 3);
+      await eventually(
+        () =>
+          running().some((l) => l.replica === "dc") &&
+          new Set(running().map((l) => l.name)).size === names.length &&
+          running().length === names.length,
+        60_000,
+        "the daemons of the third replica's shards to move to it",
+      );
+      for (const name of names) {
+        const spans = lives.filter((l) => l.name === name).sort((a, b) => a.started - b.started);
+        for (let i = 1; i < spans.length; i++) {
+          const before = spans[i - 1]!;
+          assert.ok(
+            before.stopped !== undefined && before.stopped <= spans[i]!.started,
+            `${name}: the daemon on ${spans[i]!.replica} started before the one on ` +
+              `${before.replica} stopped`,
+          );
+        }
+      }
+      assert.ok(lives.some((l) => l.stopped !== undefined), "some daemons moved");
+      assert.deepEqual(
+        lives.filter((l) => l.indexed !== names.length).map((l) => `${l.replica}/${l.name}`),
+        [],
+        `every replica's index holds all objects, not only its shards': ${JSON.stringify(lives)}`,
+      );
     } finally {
       for (const op of ops) await op.stop();
     }

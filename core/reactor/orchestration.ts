@@ -142,6 +142,7 @@ export class Orchestrator {
   #indexers: Indexers;
   #readiness = new IndexingReadiness();
   #shards = new Set<number>();
+  #planned = false;
 
   /** @param deps Collaborators. */
   constructor(deps: OrchestrationDeps) {
@@ -247,7 +248,7 @@ export class Orchestrator {
       for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
     }
     if (followNamespaces && !settings.scanning.disabled) tasks.push(this.#followNamespaces());
-    else this.#replan();
+    else this.#planNow();
     if (!settings.scanning.disabled) {
       client.discovery.onChange(() => void this.#resolve().then(() => this.#replan()));
       tasks.push(
@@ -336,6 +337,12 @@ export class Orchestrator {
     this.#served = served;
   }
 
+  /** The first full plan: the namespaces are known; shard changes replan from now on. */
+  #planNow(): void {
+    this.#planned = true;
+    this.#replan();
+  }
+
   async #followNamespaces(): Promise<void> {
     const { client, signal, logger, settings } = this.#deps;
     const options = {
@@ -346,7 +353,7 @@ export class Orchestrator {
     try {
       for await (
         const event of objectEvents(watcher(client.api, NAMESPACES, options), (e) => {
-          if (e.type === "initDone") this.#replan();
+          if (e.type === "initDone") this.#planNow();
           if (e.type === "error" && e.error instanceof ApiError && e.error.code === 403) {
             throw e.error;
           }
@@ -366,7 +373,7 @@ export class Orchestrator {
         `Cannot watch namespaces (${error}); serving only the literal namespace names given`,
       );
       for (const ns of this.#deps.namespaces) if (isLiteralNamespace(ns)) this.#namespaces.add(ns);
-      this.#replan();
+      this.#planNow();
     }
   }
 
@@ -379,6 +386,9 @@ export class Orchestrator {
    */
   async serveShards(shards: ReadonlySet<number>): Promise<void> {
     this.#shards = new Set(shards);
+    // Before run() has planned the streams, nothing runs yet; planning now, with no resources
+    // resolved, would open the readiness gates with no index listed.
+    if (!this.#planned) return;
     await Promise.all(this.#replan());
   }
 
