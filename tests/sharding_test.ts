@@ -405,3 +405,38 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "--shard-by namespace: all objects of a namespace go to one replica; each handled once (X-SCALE-18)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-ns");
+    using _ = client;
+    const namespaces = [namespace];
+    for (let i = 0; i < 5; i++) namespaces.push(await testNamespace("shard-ns"));
+    const seen: Array<{ namespace: string; name: string; replica: string }> = [];
+    const start = (identity: string) => {
+      const s = settings(namespace, identity);
+      s.sharding.key = "namespace";
+      return startOperator((registry: OperatorRegistry) => {
+        on.create("kopfexamples", { registry }, function create_fn({ name, namespace }) {
+          seen.push({ namespace: namespace ?? "", name: name ?? "", replica: identity });
+        });
+      }, { namespaces, settings: s });
+    };
+    const ops = [await start("na"), await start("nb")];
+    try {
+      await balanced(client, namespace, 2);
+      for (const ns of namespaces) await createExamples(client, ns, ["x", "y", "z"]);
+      await eventually(() => seen.length >= 3 * namespaces.length, 60_000, "all creations");
+      await sleep(1_000);
+      assert.equal(seen.length, 3 * namespaces.length, "each object once");
+      for (const ns of namespaces) {
+        const replicas = new Set(seen.filter((s) => s.namespace === ns).map((s) => s.replica));
+        assert.equal(replicas.size, 1, `${ns} handled by ${[...replicas]}`);
+      }
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
