@@ -14,6 +14,7 @@ import { Patch } from "../core/structs/patches.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
+import { watcher, type WatcherEvent, watchingOptions } from "../core/client/watching.ts";
 import {
   applyCrds,
   eventually,
@@ -235,3 +236,63 @@ Deno.test("a key of settings.watching.labelSelectors that names no resource stop
     /settings\.watching\.labelSelectors: the key "a\/b\/c\/d" does not name a resource/,
   );
 });
+
+Deno.test(
+  "settings.watching.initialStreaming: the watcher starts with a streaming list (sendInitialEvents), then follows changes (K26-13)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("k26stream");
+    const object = (name: string) =>
+      ({
+        apiVersion: "kopf.dev/v1",
+        kind: "KopfExample",
+        metadata: { name },
+        spec: {},
+      }) as KubeObject;
+    await client.api.create(KOPFEXAMPLES, object("one"), { namespace });
+    await client.api.create(KOPFEXAMPLES, object("two"), { namespace });
+    const settings = createSettings({ watching: { initialStreaming: true } });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const before = client.counters.snapshot();
+    try {
+      for await (
+        const event of watcher(client.api, KOPFEXAMPLES, {
+          namespace,
+          ...watchingOptions(settings.watching),
+          signal: controller.signal,
+        }) as AsyncGenerator<WatcherEvent>
+      ) {
+        if (event.type === "initApply") seen.push(`initApply ${event.object.metadata?.name}`);
+        else if (event.type === "apply") seen.push(`apply ${event.object.metadata?.name}`);
+        else if (event.type === "init" || event.type === "initDone") seen.push(event.type);
+        if (event.type === "initDone") {
+          await client.api.create(KOPFEXAMPLES, object("three"), { namespace });
+        }
+        if (event.type === "apply") break;
+      }
+    } finally {
+      controller.abort();
+    }
+    assert.deepEqual(seen, ["init", "initApply one", "initApply two", "initDone", "apply three"]);
+    const sent = client.counters.since(before);
+    assert.equal(sent.count({ verb: "list", resource: "kopfexamples" }), 0, "no list request");
+    assert.equal(sent.count({ verb: "watch", resource: "kopfexamples" }), 1, "one watch");
+
+    // An operator with it: ready after the streamed list, the existing objects handled.
+    const handled: string[] = [];
+    settings.process.gracePeriod = 1;
+    settings.queueing.exitTimeout = 1;
+    const op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry, id: "create_fn" }, ({ name }) => {
+        handled.push(name);
+      });
+    }, { namespaces: [namespace], settings });
+    await op.ready;
+    await eventually(() => handled.length === 3, 30_000, "three objects handled");
+    await op.stop();
+    assert.deepEqual(handled.sort(), ["one", "three", "two"]);
+  },
+);

@@ -46,6 +46,12 @@ export interface WatchOptions extends CallOptions {
   readonly shardSelector?: string | undefined;
   /** Ask the server for BOOKMARK events. @default true */
   readonly allowBookmarks?: boolean | undefined;
+  /**
+   * Stream the existing objects as ADDED events first, ended by a BOOKMARK annotated
+   * `k8s.io/initial-events-end` (`sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`;
+   * Kubernetes' streaming lists); instead of `resourceVersion`.
+   */
+  readonly sendInitialEvents?: boolean | undefined;
   /** Server closes the stream after this many seconds. */
   readonly timeoutSeconds?: number | undefined;
   /**
@@ -287,6 +293,9 @@ export class KubeApi {
       query: {
         watch: true,
         resourceVersion: options.resourceVersion,
+        ...(options.sendInitialEvents
+          ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" }
+          : {}),
         allowWatchBookmarks: options.allowBookmarks ?? true,
         timeoutSeconds: options.timeoutSeconds,
         labelSelector: options.labelSelector,

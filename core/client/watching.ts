@@ -70,6 +70,11 @@ export interface WatcherOptions {
    * (it must judge by immutable fields, e.g. the uid's shard).
    */
   readonly accept?: ((object: KubeObject) => boolean) | undefined;
+  /**
+   * Start with a streaming list (`sendInitialEvents`) instead of a paged list: the objects come
+   * as the watch's first events, up to the bookmark that ends them. @default false
+   */
+  readonly initialStreaming?: boolean | undefined;
   /** Server closes each watch request after this many seconds; we then resume. @default 300 */
   readonly serverTimeoutSeconds?: number | undefined;
   /** A stream silent for this long is considered stalled and reopened. @default 70000 */
@@ -125,6 +130,7 @@ export function watchingOptions(watching: WatchingSettings): WatcherOptions {
     reconnectBackoffMs: watching.reconnectBackoff * 1000,
     connectTimeoutMs: ms(watching.connectTimeout),
     clientTimeoutMs: ms(watching.clientTimeout),
+    ...(watching.initialStreaming ? { initialStreaming: true } : {}),
   };
 }
 
@@ -179,6 +185,9 @@ export async function* readWatchEvents(
   }
 }
 
+/** The annotation of the bookmark that ends the initial events of a streaming list. */
+const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+
 function isGone(error: unknown): boolean {
   return error instanceof ApiError && (error.code === 410 || error.reason === "Expired");
 }
@@ -215,7 +224,12 @@ export async function* watcher(
   const accept = options.accept ?? (() => true);
   while (!signal?.aborted) {
     try {
-      if (resourceVersion === undefined) {
+      // A streaming list: the objects arrive as the watch's first events (see below).
+      let streaming = false;
+      if (resourceVersion === undefined && options.initialStreaming) {
+        yield { type: "init" };
+        streaming = true;
+      } else if (resourceVersion === undefined) {
         yield { type: "init" };
         let listedVersion = "";
         for await (
@@ -246,7 +260,7 @@ export async function* watcher(
         try {
           response = await api.watch(resource, {
             ...selectors,
-            resourceVersion,
+            ...(streaming ? { sendInitialEvents: true } : { resourceVersion }),
             allowBookmarks: true,
             timeoutSeconds: options.serverTimeoutSeconds ?? 300,
             connectTimeoutMs: options.connectTimeoutMs,
@@ -268,6 +282,19 @@ export async function* watcher(
           for await (const event of readWatchEvents(response, inactivityMs, controller)) {
             failures = 0;
             const version = event.object?.metadata?.resourceVersion;
+            if (streaming) {
+              // Until the bookmark that ends them, the objects' own versions are not a position.
+              const ended = event.type === "BOOKMARK" &&
+                event.object?.metadata?.annotations?.[INITIAL_EVENTS_END] === "true";
+              if (event.type === "ADDED" && accept(event.object)) {
+                yield { type: "initApply", object: event.object };
+              } else if (ended && version) {
+                resourceVersion = version;
+                streaming = false;
+                yield { type: "initDone", resourceVersion };
+              }
+              if (event.type !== "ERROR") continue;
+            }
             switch (event.type) {
               case "ADDED":
               case "MODIFIED":

@@ -146,6 +146,12 @@ export interface WatchingSettings {
   labelSelectors: Record<string, string>;
   /** Server-side field selectors by resource, as {@link WatchingSettings.labelSelectors}. @default {} */
   fieldSelectors: Record<string, string>;
+  /**
+   * Start each stream with a streaming list (`sendInitialEvents=true`; Kubernetes 1.34+) instead
+   * of a paged list: the objects come as the watch's first events. As Kopf 1.45's
+   * `initial_streaming`. @default false
+   */
+  initialStreaming: boolean;
 }
 
 /** `settings.queueing` (Kopf's `batching`): per-object workers. */
@@ -356,6 +362,7 @@ export function createSettings(
       inactivityTimeout: 70,
       labelSelectors: {},
       fieldSelectors: {},
+      initialStreaming: false,
       ...overrides.watching,
     },
     queueing,
