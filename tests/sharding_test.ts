@@ -440,3 +440,54 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "a released shard lets its handlers in flight finish and persist: the next holder does not repeat them (X-SCALE-12)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-inflight");
+    using _ = client;
+    const runs: Array<{ name: string; replica: string; finished?: boolean }> = [];
+    const start = (identity: string) =>
+      startOperator((registry: OperatorRegistry) => {
+        on.create("kopfexamples", { registry }, async function slow_fn({ name }) {
+          const run: { name: string; replica: string; finished?: boolean } = {
+            name: name ?? "",
+            replica: identity,
+          };
+          runs.push(run);
+          await sleep(1_000); // not cut by the release: well within settings.queueing.exitTimeout
+          run.finished = true;
+        });
+      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const ops = [await start("ia")];
+    try {
+      await balanced(client, namespace, 1);
+      const names = Array.from({ length: 8 }, (_, i) => `i-${i}`);
+      await createExamples(client, namespace, names);
+      await eventually(() => runs.length === names.length, 30_000, "all handlers started");
+      ops.push(await start("ib")); // ia releases half of its shards while the handlers run
+      await balanced(client, namespace, 2);
+      await eventually(
+        async () => {
+          const { items } = await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace });
+          const done = items.filter((o) =>
+            (o.metadata?.annotations ?? {})["kopf.zalando.org/last-handled-configuration"]
+          );
+          return done.length === names.length;
+        },
+        30_000,
+        "every object handled and persisted",
+      );
+      await sleep(1_000);
+      assert.deepEqual(
+        runs.filter((r) => r.replica === "ib").map((r) => r.name),
+        [],
+        "the new holder repeated none",
+      );
+      assert.ok(runs.every((r) => r.finished), "every run finished");
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);

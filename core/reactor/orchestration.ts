@@ -491,6 +491,13 @@ export class Orchestrator {
     const name = resourceName(resource);
     const all = this.#deps.registry.handlersFor(resource, selectors);
     const handlers = role === "process" ? { ...all, indexing: [] } : all;
+    // A released shard stops its watch and starts no new cycle at once, but the cycles in flight
+    // may finish and persist their progress (within settings.queueing.exitTimeout) before their
+    // requests and handlers are aborted: the shard's next holder then repeats nothing.
+    const work = new AbortController();
+    const workSignal = role === "process"
+      ? AbortSignal.any([work.signal, this.#deps.signal])
+      : signal;
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
       resource,
@@ -502,7 +509,7 @@ export class Orchestrator {
       settings,
       logger,
       lifecycle: this.#deps.lifecycle,
-      signal,
+      signal: workSignal,
       observer,
     };
     const queue: ObjectQueue = new ObjectQueue({
@@ -625,6 +632,7 @@ export class Orchestrator {
         m.spawner?.stopAll(settings.process.gracePeriod)
       );
       await Promise.all([queue.drain(settings.queueing.exitTimeout), ...spawners]);
+      work.abort();
     }
   }
 }
