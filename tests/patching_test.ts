@@ -88,7 +88,9 @@ Deno.test(
       spec: {},
     }, { namespace });
 
-    const warning = await op.waitForLog(/Patching failed with inconsistencies.*status\.undeclared/);
+    const warning = await op.waitForLog(
+      /Merge-patching finished with inconsistencies.*status\.undeclared/,
+    );
     assert.equal(warning.level, "warning");
     assert.equal(warning.object?.name, "p");
     assert.match(warning.message, /status\.undeclared \(sent \{"lost":true\}, stored absent\)/);
@@ -109,7 +111,7 @@ Deno.test(
 );
 
 Deno.test(
-  "the debug line 'Patching with:' shows each request body as sent, the status one apart with a status subresource",
+  "the debug lines 'Merge-patching the resource/status with:' show each request body as sent, the status one apart with a status subresource (K26-17)",
   opts,
   async () => {
     using client = await testClient();
@@ -131,17 +133,17 @@ Deno.test(
       const obj = await client.api.get(STATUS_EXAMPLES, "s", { namespace });
       return (obj.status as { create_fn?: unknown } | undefined)?.create_fn !== undefined;
     });
-    const lines = op.logs.filter((e) => e.level === "debug" && /^Patching /.test(e.message))
+    const lines = op.logs.filter((e) => e.level === "debug" && /-patching /.test(e.message))
       .map((e) => e.message);
-    const main = lines.find((l) => l.startsWith("Patching with: "));
-    const status = lines.find((l) => l.startsWith("Patching the status with: "));
+    const main = lines.find((l) => l.startsWith("Merge-patching the resource with: "));
+    const status = lines.find((l) => l.startsWith("Merge-patching the status with: "));
     assert.ok(main && status, lines.join("\n"));
     // The bodies are the merge patches as sent: no internal structure around them.
-    const mainBody = JSON.parse(main.slice("Patching with: ".length));
+    const mainBody = JSON.parse(main.slice("Merge-patching the resource with: ".length));
     assert.equal(mainBody.merge, undefined, main);
     assert.equal(mainBody.status, undefined, "status goes to /status, not the main endpoint");
     assert.ok(mainBody.metadata?.annotations?.["kopf.zalando.org/last-handled-configuration"]);
-    const statusBody = JSON.parse(status.slice("Patching the status with: ".length));
+    const statusBody = JSON.parse(status.slice("Merge-patching the status with: ".length));
     assert.deepEqual(statusBody, { status: { create_fn: { message: "hello" } } });
   },
 );

@@ -37,8 +37,9 @@ export interface ApplyOptions {
   /** Where to warn when the stored object lacks what the patch asked for; no check without it. */
   readonly logger?: Logger | undefined;
   /**
-   * Where each request's body is logged at debug level, exactly as sent ("Patching with: …",
-   * and "Patching the status with: …" for the `/status` subresource); not logged without it.
+   * Where each request's body is logged at debug level, exactly as sent, in Kopf 1.44's words:
+   * "Merge-patching the resource with: …", "JSON-patching the resource with: …", and "… the
+   * status with: …" for the `/status` subresource; not logged without it.
    */
   readonly requestLogger?: Logger | undefined;
 }
@@ -48,7 +49,7 @@ export interface ApplyOptions {
  *
  * When a logger is given, the stored object is compared with the merge patch (no extra request:
  * the patch response is the stored object) and mismatches are logged as a warning
- * "Patching failed with inconsistencies: …", with a hint at the CRD schema when `status` fields
+ * "Merge-patching finished with inconsistencies: …" (Kopf 1.44's words), with a hint at the CRD schema when `status` fields
  * were dropped.
  *
  * @param api Object operations.
@@ -85,7 +86,7 @@ export function describeInconsistencies(found: Diff): string {
   const items = found.map(([, path, sent, stored]) =>
     `${path.join(".")} (sent ${show(sent)}, stored ${show(stored)})`
   );
-  let message = `Patching failed with inconsistencies: ${items.join("; ")}.`;
+  let message = `Merge-patching finished with inconsistencies: ${items.join("; ")}.`;
   if (found.some(([, path]) => path[0] === "status")) {
     message += " The API server dropped fields under status: the CRD's schema probably prunes" +
       " them. Declare them in the schema or set `x-kubernetes-preserve-unknown-fields: true`" +
@@ -163,14 +164,14 @@ async function send(
   if (requests.json) {
     const ops: JsonPatchOp[] = [...requests.json];
     if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
-    show("Patching with", ops);
+    show("JSON-patching the resource with", ops);
     latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
   } else if (requests.merge) {
-    show("Patching with", requests.merge);
+    show("Merge-patching the resource with", requests.merge);
     latest = await api.patch(resource, name, requests.merge, { namespace, signal });
   }
   if (requests.statusMerge) {
-    show("Patching the status with", requests.statusMerge);
+    show("Merge-patching the status with", requests.statusMerge);
     latest = await api.patch(resource, name, requests.statusMerge, {
       namespace,
       subresource: "status",
@@ -191,7 +192,7 @@ async function send(
         ? part
         : [{ op: "test", path: "/metadata/resourceVersion", value: version }, ...part];
       const subresource = i === 1 ? "status" : undefined;
-      show(subresource ? "Patching the status with" : "Patching with", guarded);
+      show(`JSON-patching the ${subresource ? "status" : "resource"} with`, guarded);
       latest = await api.patch(resource, name, guarded, {
         namespace,
         type: "json",
