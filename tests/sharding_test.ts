@@ -21,7 +21,10 @@ import { ControlPlane } from "../testing/control_plane.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import { type InProcessOperator, spawnOperator, startOperator } from "./_operator.ts";
+import type { Resource } from "../core/structs/resources.ts";
+import { shardOfObject } from "../core/structs/shards.ts";
 import {
+  applyCrdObjects,
   applyCrds,
   eventually,
   KOPFEXAMPLES,
@@ -488,6 +491,84 @@ Deno.test(
       assert.ok(runs.every((r) => r.finished), "every run finished");
     } finally {
       for (const op of ops) await op.stop();
+    }
+  },
+);
+
+const SHARDCLUSTERS: Resource = {
+  group: "sharding.kopf.dev",
+  version: "v1",
+  plural: "shardclusters",
+  singular: "shardcluster",
+  kind: "ShardCluster",
+  namespaced: false,
+  verbs: [],
+  shortNames: [],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
+
+Deno.test(
+  "cluster-scoped resources are sharded by uid: each object handled once, by the holder of its shard (X-SCALE-16)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-cluster");
+    using _ = client;
+    await applyCrdObjects(client, [{
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "shardclusters.sharding.kopf.dev" },
+      spec: {
+        group: "sharding.kopf.dev",
+        scope: "Cluster",
+        names: { plural: "shardclusters", singular: "shardcluster", kind: "ShardCluster" },
+        versions: [{
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+          },
+        }],
+      },
+    }]);
+    const seen: Array<{ name: string; replica: string }> = [];
+    const start = (identity: string) => {
+      const s = settings(namespace, identity);
+      s.sharding.key = "namespace"; // ignored for cluster-scoped resources: always by uid
+      return startOperator((registry: OperatorRegistry) => {
+        on.create("shardclusters.v1.sharding.kopf.dev", { registry }, function create_fn({ name }) {
+          if (name?.startsWith(`${namespace}-`)) seen.push({ name, replica: identity });
+        });
+      }, { namespaces: [namespace], settings: s });
+    };
+    const ops = [await start("ca"), await start("cb")];
+    const names = Array.from({ length: 8 }, (_, i) => `${namespace}-${i}`);
+    try {
+      const status = await balanced(client, namespace, 2);
+      const created: KubeObject[] = [];
+      for (const name of names) {
+        created.push(
+          await client.api.create(SHARDCLUSTERS, {
+            apiVersion: "sharding.kopf.dev/v1",
+            kind: "ShardCluster",
+            metadata: { name },
+          }),
+        );
+      }
+      await eventually(() => seen.length >= names.length, 60_000, "all creations");
+      await sleep(1_000);
+      assert.equal(seen.length, names.length, "each object once");
+      const holders = new Map(status.shards.map((s) => [s.shard, s.holder]));
+      for (const object of created) {
+        const shard = shardOfObject(object, "uid", SHARDS);
+        const handler = seen.find((s) => s.name === object.metadata?.name)?.replica;
+        assert.equal(handler, holders.get(shard), `${object.metadata?.name} in shard ${shard}`);
+      }
+    } finally {
+      for (const op of ops) await op.stop();
+      for (const name of names) await client.api.delete(SHARDCLUSTERS, name).catch(() => {});
     }
   },
 );
