@@ -572,3 +572,21 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "kopf shards where no sharded operator runs: exit 1 and says where it looked",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-none");
+    using _ = client;
+    const lines: string[] = [];
+    const code = await main(["shards", "--lease-namespace", namespace], {
+      write: (line) => lines.push(line),
+      kubeconfig: await kubeconfigPath(),
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(lines, [
+      `error: No shard Leases 'kopf-*' in namespace ${namespace}: is kopf run --shards running there?`,
+    ]);
+  },
+);
