@@ -124,6 +124,11 @@ export interface SpawnerDeps {
   readonly signal: AbortSignal;
   /** Observes each attempt (metrics, traces). */
   readonly observer?: OperatorObserver | undefined;
+  /**
+   * Peering's pause switch: while paused, nothing is spawned (a cycle that began before the
+   * pause may still reach its spawning step; as Kopf 1.44.1). The resume's relist respawns.
+   */
+  readonly paused?: { readonly paused: boolean } | undefined;
 }
 
 /** The daemons and timers of one object. */
@@ -181,7 +186,8 @@ export class Spawner {
       const task = this.#tasks.get(handler.id);
       const matches = !options.deleted && !this.#deps.signal.aborted &&
         matchesBodyFilters(handler, body, () => this.#deps.context(handler, this.#deps.signal));
-      if (matches && !task && !this.#finished.has(handler.id)) this.#spawn(handler);
+      const spawnable = !task && !this.#finished.has(handler.id) && !this.#deps.paused?.paused;
+      if (matches && spawnable) this.#spawn(handler);
       if (!matches && task && !task.stopping) {
         this.#stop(task, options.deleted ? "resource-deleted" : "filters-mismatch");
       }

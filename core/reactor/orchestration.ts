@@ -511,6 +511,7 @@ export class Orchestrator {
       lifecycle: this.#deps.lifecycle,
       signal: workSignal,
       observer,
+      paused: this.#deps.paused,
     };
     const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,

@@ -70,6 +70,8 @@ export interface ProcessingDeps {
   readonly signal: AbortSignal;
   /** Observes handler runs (metrics, traces). */
   readonly observer?: OperatorObserver | undefined;
+  /** Peering's pause switch: nothing is spawned while paused. */
+  readonly paused?: { readonly paused: boolean } | undefined;
 }
 
 /** What the operator remembers about one object between cycles (in memory only). */
@@ -468,6 +470,7 @@ function spawnerOf(
     resource: deps.resource,
     settings: deps.settings.background,
     execution: deps.settings.execution,
+    paused: deps.paused,
     logger: deps.logger.forObject(body),
     context: (handler, signal): ResourceContext =>
       makeResourceContext(
