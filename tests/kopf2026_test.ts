@@ -14,6 +14,11 @@ import { Patch } from "../core/structs/patches.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
+import { Emulator } from "../kits/emulator/mod.ts";
+import { KubeClient } from "../core/client/client.ts";
+import { loadKubeconfig } from "../core/client/config.ts";
+import { EVENTS_RESOURCE } from "../core/client/events.ts";
+import { EventPoster } from "../core/engines/posting.ts";
 import { watcher, type WatcherEvent, watchingOptions } from "../core/client/watching.ts";
 import {
   applyCrds,
@@ -294,5 +299,51 @@ Deno.test(
     await eventually(() => handled.length === 3, 30_000, "three objects handled");
     await op.stop();
     assert.deepEqual(handled.sort(), ["one", "three", "two"]);
+  },
+);
+
+Deno.test(
+  "Event posts retry with settings.posting.defaultBackoffs (explicit), loggingBackoffs (log messages) or the call's own backoffs (K26-11)",
+  opts,
+  async () => {
+    // Failing Event posts on purpose needs fault injection: the emulator (see contract_test).
+    await using emulator = await Emulator.start();
+    using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
+    const settings = createSettings({
+      posting: { aggregationWindow: 0, loggers: true, defaultBackoffs: [0.01, 0.01, 0.01] },
+    }).posting;
+    settings.loggingBackoffs = [0.01];
+    const poster = new EventPoster(client.api, settings);
+    const ref = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: "cm",
+      namespace: "default",
+      uid: "u1",
+    };
+    const post = async (fault: number, event: Parameters<EventPoster["enqueue"]>[0]) => {
+      using failing = emulator.faults.fail(503, {
+        times: fault,
+        match: { verb: "create", resource: "events" },
+      });
+      poster.enqueue(event);
+      await poster.flush();
+      return failing.hits;
+    };
+    // Explicit: 3 retries by the settings; 3 failures, then posted.
+    assert.equal(await post(3, { ref, type: "Normal", reason: "Explicit", message: "e" }), 3);
+    // From a log message: 1 retry; 3 failures are too many, it is dropped after 2 attempts.
+    assert.equal(
+      await post(3, { ref, type: "Normal", reason: "Logging", message: "l", logging: true }),
+      2,
+    );
+    // The call's own backoffs: 2 retries.
+    assert.equal(
+      await post(5, { ref, type: "Normal", reason: "Own", message: "o", backoffs: [0.01, 0.01] }),
+      3,
+    );
+    const { items } = await client.api.list(EVENTS_RESOURCE, { namespace: "default" });
+    const reasons = items.map((e) => (e as { reason?: string }).reason).sort();
+    assert.deepEqual(reasons, ["Explicit"]);
   },
 );

@@ -28,6 +28,11 @@ export interface EventMessage {
   readonly reason: string;
   /** Human-readable message. @default "" */
   readonly message?: string;
+  /**
+   * Retry delays (seconds) if posting fails, one retry each (a number: one retry); as Kopf
+   * 1.45's `backoffs=`. @default settings.posting.defaultBackoffs
+   */
+  readonly backoffs?: number | readonly number[];
 }
 
 /**
@@ -56,6 +61,7 @@ function post(
         type: options.type,
         reason: options.reason,
         message: options.message ?? "",
+        backoffs: options.backoffs,
       });
     }
   }

@@ -185,11 +185,17 @@ export class KubeApi {
   create<T extends KubeObject = KubeObject>(
     resource: ResourceRef,
     body: KubeObject,
-    options: CallOptions = {},
+    options: CallOptions & { readonly backoffDelaysMs?: readonly number[] | undefined } = {},
   ): Promise<T> {
     const namespace = options.namespace ?? body.metadata?.namespace;
     const path = resourcePath(resource, { namespace });
-    return this.http.json<T>({ method: "POST", path, body, signal: options.signal });
+    return this.http.json<T>({
+      method: "POST",
+      path,
+      body,
+      signal: options.signal,
+      ...(options.backoffDelaysMs ? { backoffDelaysMs: options.backoffDelaysMs } : {}),
+    });
   }
 
   /**

@@ -49,6 +49,8 @@ export interface PostEventOptions {
   readonly namePrefix?: string;
   /** Cancels the request. */
   readonly signal?: AbortSignal;
+  /** Retry delays (seconds) of a failed post, one retry each; unset: the client's. */
+  readonly backoffs?: readonly number[] | undefined;
 }
 
 const MAX_MESSAGE = 1024;
@@ -106,5 +108,9 @@ export function postEvent(
       ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
     },
   };
-  return api.create(EVENTS_RESOURCE, body, { namespace, signal: options.signal });
+  return api.create(EVENTS_RESOURCE, body, {
+    namespace,
+    signal: options.signal,
+    ...(options.backoffs ? { backoffDelaysMs: options.backoffs.map((s) => s * 1000) } : {}),
+  });
 }

@@ -82,6 +82,11 @@ export interface HttpRequest {
   readonly connectTimeoutMs?: number;
   /** Overrides the client's retry count (e.g. `0` for the watch stream). */
   readonly retries?: number;
+  /**
+   * Overrides the client's retries and their delays: one retry after each delay (ms), no jitter
+   * (e.g. Events with `settings.posting.defaultBackoffs`). A `Retry-After` still wins.
+   */
+  readonly backoffDelaysMs?: readonly number[];
   /** Overrides the `Accept` header. @default "application/json" */
   readonly accept?: string;
   /**
@@ -168,7 +173,8 @@ export class HttpClient implements Disposable {
    * @throws {TransportError} when the server cannot be reached (after retries).
    */
   async send(request: HttpRequest): Promise<Response> {
-    const retries = request.retries ?? this.#options.retries ?? 6;
+    const delays = request.backoffDelaysMs;
+    const retries = delays?.length ?? request.retries ?? this.#options.retries ?? 6;
     // After a 401, the next credentials (or refreshed ones) are tried, as long as they differ
     // from all rejected so far in this request, and not endlessly.
     const rejected = new Set<string>();
@@ -191,6 +197,8 @@ export class HttpClient implements Disposable {
         const max = this.#options.maxRetryAfterMs ?? 60_000;
         const delay = hinted !== undefined
           ? Math.min(hinted, max)
+          : delays
+          ? delays[Math.min(attempt, delays.length - 1)]!
           : backoffDelay(attempt, this.#options.backoff);
         await sleep(delay, request.signal);
       }

@@ -35,6 +35,10 @@ export interface PendingEvent {
   readonly reason: string;
   /** Message (cut in the middle above 1024 characters). */
   readonly message: string;
+  /** From a log message (retried with `settings.posting.loggingBackoffs`), not an explicit call. */
+  readonly logging?: boolean | undefined;
+  /** Retry delays (seconds) given by the explicit call; else the settings' ones. */
+  readonly backoffs?: number | readonly number[] | undefined;
 }
 
 const TYPES: Readonly<Record<LogLevel, string>> = {
@@ -87,6 +91,7 @@ export class EventPoster {
       type: TYPES[entry.level],
       reason: "Logging",
       message: entry.message,
+      logging: true,
     });
   }, { accepts: (level: LogLevel, local: boolean): boolean => this.#accepts(level, local) });
 
@@ -196,7 +201,9 @@ export class EventPoster {
       this.observer?.eventsDropped(count);
       const message =
         `${count} more messages were not posted as Events (rate limit); see the operator's log`;
-      posts.push(() => this.#post({ ref, type: "Warning", reason: "Throttled", message }, 1));
+      posts.push(() =>
+        this.#post({ ref, type: "Warning", reason: "Throttled", message, logging: true }, 1)
+      );
     }
     // A few at a time: a window's batch (one or two Events per object handled in it) released
     // at once would compete with the operator's own patches for the API server.
@@ -208,6 +215,10 @@ export class EventPoster {
   }
 
   async #post(event: PendingEvent, count: number): Promise<void> {
+    // As Kopf 1.45: explicit Events retry with the call's or settings.posting.defaultBackoffs,
+    // those of log messages with the shorter settings.posting.loggingBackoffs.
+    const backoffs = event.backoffs ??
+      (event.logging ? this.#settings.loggingBackoffs : this.#settings.defaultBackoffs);
     try {
       await postEvent(this.#api, {
         apiVersion: event.ref.apiVersion,
@@ -222,6 +233,9 @@ export class EventPoster {
         component: this.#settings.reportingComponent,
         instance: this.#settings.reportingInstance,
         namePrefix: this.#settings.eventNamePrefix,
+        ...(backoffs === undefined
+          ? {}
+          : { backoffs: typeof backoffs === "number" ? [backoffs] : backoffs }),
       });
       this.observer?.eventPosted(event.type, count);
     } catch (error) {

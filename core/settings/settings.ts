@@ -79,6 +79,17 @@ export interface PostingSettings {
   aggregationWindow: number;
   /** See `aggregationWindow`. @default 10 */
   maxPerObjectPerWindow: number;
+  /**
+   * Retry delays (seconds) of a failed post of an explicit Event (`event()`, `info()`, `warn()`,
+   * `exception()` without their own `backoffs`), one retry each, instead of
+   * `networking.errorBackoffs`. As Kopf 1.45's `default_backoffs`. @default [1, 1, 2, 3, 5, 8, 13, 21]
+   */
+  defaultBackoffs: number[];
+  /**
+   * Retry delays (seconds) of a failed post of an Event from a log message (with `loggers` on):
+   * shorter, as those are many. As Kopf 1.45's `logging_backoffs`. @default [1, 1, 2, 3, 5]
+   */
+  loggingBackoffs: number[];
 }
 
 /** `settings.caching`: the shared informer cache of reconcile handlers (see docs/reconcile.md). */
@@ -333,6 +344,8 @@ export function createSettings(
       eventNamePrefix: "kopf-event-",
       aggregationWindow: 5,
       maxPerObjectPerWindow: 10,
+      defaultBackoffs: [1, 1, 2, 3, 5, 8, 13, 21],
+      loggingBackoffs: [1, 1, 2, 3, 5],
       ...overrides.posting,
     },
     peering: {
