@@ -445,3 +445,22 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "keep-alives log one 'Keep-alive in …' line each, never the patch (Kopf 1.44's quieter peering, K26-09)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("peer-quiet");
+    using _ = client;
+    // lifetime 1: a keep-alive about every second.
+    await using op = await peered([], namespace, 10, { identity: "quiet", lifetime: 1 });
+    await op.ready;
+    await eventually(
+      () => op.logs.filter((e) => /^Keep-alive in .*: ok\.$/.test(e.message)).length >= 2,
+      20_000,
+      "two keep-alives",
+    );
+    const patching = op.logs.filter((e) => /patching|Patching/.test(e.message));
+    assert.deepEqual(patching.map((e) => e.message), [], "no patch lines from peering");
+  },
+);
