@@ -177,21 +177,20 @@ Deno.test("03-exceptions: temporary, permanent and arbitrary errors, retries", o
     1,
   );
 
-  const retryMsg = `${p} Handler 'eventual_failure_with_tracebacks' failed with an exception. ` +
-    `Will retry.`;
+  const retryMsg = `${p} Handler 'eventual_failure_with_tracebacks' failed with an exception ` +
+    `and will try again in 1 seconds: An error that is supposed to be recoverable.`;
   assert.equal(linesWith(op, retryMsg).length, 3);
   assertStack(op, retryMsg, "MyException: An error that is supposed to be recoverable.");
   assert.equal(
     linesWith(
       op,
-      `${p} Handler 'eventual_failure_with_tracebacks' failed permanently: ` +
-        `Handler 'eventual_failure_with_tracebacks' has exceeded 3 retries`,
+      `${p} Handler 'eventual_failure_with_tracebacks' has exceeded 3 retries.`,
     ).length,
     1,
   );
 
-  const stopMsg = `${p} Handler 'instant_failure_with_traceback' failed with an exception. ` +
-    `Will stop.`;
+  const stopMsg = `${p} Handler 'instant_failure_with_traceback' failed with an exception ` +
+    `and will stop now: An error that is supposed to be recoverable.`;
   assert.equal(linesWith(op, stopMsg).length, 1);
   assertStack(op, stopMsg, "MyException: An error that is supposed to be recoverable.");
 
@@ -245,7 +244,7 @@ Deno.test("03-exceptions: temporary, permanent and arbitrary errors, retries", o
             events,
             "Error",
             "Logging",
-            /^Handler 'eventual_failure_with_tracebacks' failed permanently: .*exceeded 3 retries/,
+            /^Handler 'eventual_failure_with_tracebacks' has exceeded 3 retries\.$/,
           ) === 1 &&
         countEvents(
             events,
@@ -546,8 +545,8 @@ Deno.test("08-events: raw event handlers, a failing one ignored", opts, async ()
   assert.equal((events[1]!.object.spec as Record<string, unknown>).field, "changed");
 
   // The failing handler: logged with its stack for every event, and ignored.
-  const failure = `${ref(namespace)} Handler 'event_fn_with_error' failed with an exception. ` +
-    `Will ignore.`;
+  const failure = `${ref(namespace)} Handler 'event_fn_with_error' failed with an exception ` +
+    `and will ignore it: Oops!`;
   assert.equal(linesWith(op, failure).length, 3);
   assertStack(op, failure, "Error: Oops!");
   assert.equal(

@@ -49,16 +49,25 @@ function twinHandlers(markers: string[]) {
       marker("create_fn", name, retry);
       if (spec.mode === "retry" && retry === 0) throw new TemporaryError("not yet", { delay: 2 });
       patch.status.phase = "created";
+      patch.fns.push((raw) => {
+        const items = ((raw.status ??= {}) as { items?: string[] }).items ??= [];
+        if (!items.includes("from-fn")) items.push("from-fn");
+      });
       info(body, { reason: "TwinCreated", message: `created ${name} at retry ${retry}` });
       return { message: `created ${name}`, retry };
     });
-    on.update(RESOURCE, { registry, id: "update_fn" }, ({ spec, name, retry, patch }) => {
-      marker("update_fn", name, retry);
-      patch.status.phase = "updated";
-      const size = (spec.size as number | undefined) ?? null;
-      patch.status.size = size;
-      return { size };
-    });
+    on.update(
+      RESOURCE,
+      { registry, id: "update_fn", backoff: 1 },
+      ({ spec, name, retry, patch }) => {
+        marker("update_fn", name, retry);
+        if (retry === 0) throw new Error("boom");
+        patch.status.phase = "updated";
+        const size = (spec.size as number | undefined) ?? null;
+        patch.status.size = size;
+        return { size };
+      },
+    );
     on.field(
       RESOURCE,
       { registry, id: "field_fn", field: "spec.field" },
@@ -306,7 +315,9 @@ Deno.test(
         "TWIN field_fn c retry=0",
         "TWIN field_fn c retry=0",
         "TWIN update_fn a retry=0",
+        "TWIN update_fn a retry=1",
         "TWIN update_fn c retry=0",
+        "TWIN update_fn c retry=1",
       ]);
 
       // The handlers' outcome log lines, per object.
@@ -316,6 +327,7 @@ Deno.test(
         "a: Creation is processed: 2 succeeded; 0 failed.",
         "a: Handler 'create_fn' succeeded.",
         "a: Handler 'field_fn/spec.field' succeeded.",
+        "a: Handler 'update_fn' failed with an exception and will try again in 1 seconds: boom",
         "a: Handler 'update_fn' succeeded.",
         "a: Updating is processed: 1 succeeded; 0 failed.",
         "b: Creation is processed: 2 succeeded; 0 failed.",
@@ -328,6 +340,7 @@ Deno.test(
         "c: Handler 'create_fn' succeeded.",
         "c: Handler 'field_fn/spec.field' succeeded.",
         "c: Handler 'field_fn/spec.field' succeeded.",
+        "c: Handler 'update_fn' failed with an exception and will try again in 1 seconds: boom",
         "c: Handler 'update_fn' succeeded.",
         "c: Updating is processed: 2 succeeded; 0 failed.",
       ]);

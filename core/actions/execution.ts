@@ -170,7 +170,7 @@ export async function execute(
     return {
       kind: "permanent",
       error: new HandlerTimeoutError(
-        `Handler '${policy.id}' has timed out after ${elapsed.toFixed(1)}s`,
+        `Handler '${policy.id}' has timed out after ${pythonDuration(elapsed)}.`,
       ),
     };
   }
@@ -178,7 +178,7 @@ export async function execute(
     return {
       kind: "permanent",
       error: new HandlerRetriesError(
-        `Handler '${policy.id}' has exceeded ${policy.retries} retries`,
+        `Handler '${policy.id}' has exceeded ${state.retries} retries.`,
       ),
     };
   }
@@ -225,4 +225,15 @@ function classify(policy: ExecutionPolicy, error: Error): Outcome {
     case ErrorsMode.TEMPORARY:
       return { kind: "temporary", error, delay: policy.backoff ?? DEFAULT_BACKOFF };
   }
+}
+
+/** A duration as Python prints a timedelta (`0:01:05.250000`), for Kopf's wording. */
+function pythonDuration(seconds: number): string {
+  const micros = Math.round(seconds * 1e6);
+  const s = Math.floor(micros / 1e6);
+  const fraction = micros % 1e6;
+  const hh = Math.floor(s / 3600);
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, "0");
+  const ss = String(s % 60).padStart(2, "0");
+  return `${hh}:${mm}:${ss}` + (fraction ? `.${String(fraction).padStart(6, "0")}` : "");
 }

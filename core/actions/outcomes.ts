@@ -10,42 +10,56 @@ import type { Outcome } from "./execution.ts";
 import type { Logger } from "./loggers.ts";
 
 /**
- * Logs an outcome: success at info; Kopf errors briefly; arbitrary errors with their stack.
+ * Logs an outcome in Kopf's words (as Kopf 1.45 words them): success at info; Kopf's own errors
+ * briefly; arbitrary errors with their stack and what happens next.
  * @param logger The object's logger.
  * @param id Handler id.
  * @param outcome What happened.
  */
 export function reportOutcome(logger: Logger, id: string, outcome: Outcome): void {
-  const known = ["TemporaryError", "PermanentError", "HandlerTimeoutError", "HandlerRetriesError"];
+  const known = ["TemporaryError", "PermanentError"];
+  const formatted = ["HandlerTimeoutError", "HandlerRetriesError"];
   switch (outcome.kind) {
     case "success":
       logger.info(`Handler '${id}' succeeded.`);
       break;
     case "ignored":
-      logger.exception(`Handler '${id}' failed with an exception. Will ignore.`, outcome.error);
+      logger.exception(
+        `Handler '${id}' failed with an exception and will ignore it: ${text(outcome.error)}`,
+        outcome.error,
+      );
       break;
     case "temporary":
-      if (outcome.error.name === "HandlerChildrenRetry") break;
-      if (known.includes(outcome.error.name)) {
-        logger.error(
-          `Handler '${id}' failed temporarily: ${outcome.error.message || "(no message)"}`,
-        );
-      } else {logger.exception(
-          `Handler '${id}' failed with an exception. Will retry.`,
+      if (outcome.error.name === "HandlerChildrenRetry") {
+        logger.debug(`Handler '${id}' has unfinished sub-handlers. Will retry soon.`);
+      } else if (known.includes(outcome.error.name)) {
+        logger.error(`Handler '${id}' failed temporarily: ${text(outcome.error)}`);
+      } else {
+        logger.exception(
+          `Handler '${id}' failed with an exception and will try again in ${outcome.delay} ` +
+            `seconds: ${text(outcome.error)}`,
           outcome.error,
-        );}
+        );
+      }
       break;
     case "permanent":
-      if (known.includes(outcome.error.name)) {
-        logger.error(
-          `Handler '${id}' failed permanently: ${outcome.error.message || "(no message)"}`,
-        );
-      } else {logger.exception(
-          `Handler '${id}' failed with an exception. Will stop.`,
+      if (formatted.includes(outcome.error.name)) {
+        logger.error(outcome.error.message); // already says which handler and why
+      } else if (known.includes(outcome.error.name)) {
+        logger.error(`Handler '${id}' failed permanently: ${text(outcome.error)}`);
+      } else {
+        logger.exception(
+          `Handler '${id}' failed with an exception and will stop now: ${text(outcome.error)}`,
           outcome.error,
-        );}
+        );
+      }
       break;
   }
+}
+
+/** Kopf's `str(e) or repr(e)`: the message, else the error's name as a constructor call. */
+function text(error: Error): string {
+  return error.message || `${error.name}()`;
 }
 
 /**

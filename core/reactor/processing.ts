@@ -381,7 +381,9 @@ async function runWatchingHandlers(
     if (outcome.kind === "success") deliverResult(patch, handler.id, outcome);
     else if (outcome.kind === "ignored") {
       logger.exception(
-        `Handler '${handler.id}' failed with an exception. Will ignore.`,
+        `Handler '${handler.id}' failed with an exception and will ignore it: ${
+          outcome.error.message || `${outcome.error.name}()`
+        }`,
         outcome.error,
       );
     }

@@ -5,7 +5,8 @@ on Kopf's example CRD with the status subresource (tests/fixtures/status-crd.yam
 
 Every handler prints ``TWIN <handler id> <object name> retry=<n>`` when called, so that the test
 can count the runs. ``spec.mode == "retry"`` makes the create handler fail once with
-``kopf.TemporaryError`` (delay 2 s).
+``kopf.TemporaryError`` (delay 2 s); the update handler fails once with an arbitrary error
+(``backoff=1``); the create handler appends to ``status.items`` with a transformation function.
 
 Run by tests/_kopf.ts as ``kopf run --standalone -n <namespace> twin_handlers.py``.
 """
@@ -29,13 +30,23 @@ def create_fn(spec, name, retry, patch, body, **_):
     if spec.get("mode") == "retry" and retry == 0:
         raise kopf.TemporaryError("not yet", delay=2)
     patch.status["phase"] = "created"
+    patch.fns.append(append_item)
     kopf.info(body, reason="TwinCreated", message=f"created {name} at retry {retry}")
     return {"message": f"created {name}", "retry": retry}
 
 
-@kopf.on.update(*RESOURCE, id="update_fn")
+def append_item(body, /):
+    # A transformation function (Kopf 1.44+ patch.fns): appends to a list in the status.
+    items = body.setdefault("status", {}).setdefault("items", [])
+    if "from-fn" not in items:
+        items.append("from-fn")
+
+
+@kopf.on.update(*RESOURCE, id="update_fn", backoff=1)
 def update_fn(spec, name, retry, patch, **_):
     marker("update_fn", name, retry)
+    if retry == 0:
+        raise ValueError("boom")
     patch.status["phase"] = "updated"
     patch.status["size"] = spec.get("size")
     return {"size": spec.get("size")}
