@@ -23,6 +23,8 @@ import { loadKubeconfig } from "../core/client/config.ts";
 import { type InProcessOperator, spawnOperator, startOperator } from "./_operator.ts";
 import type { Resource } from "../core/structs/resources.ts";
 import { shardOfObject } from "../core/structs/shards.ts";
+import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
+import { WebhookServer } from "../mod.ts";
 import {
   applyCrdObjects,
   applyCrds,
@@ -588,5 +590,41 @@ Deno.test(
     assert.deepEqual(lines, [
       `error: No shard Leases 'kopf-*' in namespace ${namespace}: is kopf run --shards running there?`,
     ]);
+  },
+);
+
+Deno.test(
+  "admission webhooks: a sharded replica leaving does not remove them from the managed configuration, since the other replicas serve them (X-SCALE-22)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-adm");
+    using _ = client;
+    const managed = `${namespace}.kopf.dev`;
+    const s = settings(namespace, "wa");
+    s.admission.server = new WebhookServer({ addr: "127.0.0.1", port: 0 });
+    s.admission.managed = managed;
+    const op = await startOperator((registry: OperatorRegistry) => {
+      on.validate("kopfexamples", {
+        registry,
+        labels: { "shard-adm": namespace }, // matches no object: the API is not slowed
+        ignoreFailures: true,
+      }, function check() {});
+    }, { namespaces: [namespace], settings: s });
+    const webhooks = async () => {
+      const config = await client.api.get(WEBHOOK_CONFIGURATIONS.validating, managed)
+        .catch(() => undefined) as { webhooks?: Array<{ name: string }> } | undefined;
+      return (config?.webhooks ?? []).map((w) => w.name);
+    };
+    try {
+      await eventually(async () => (await webhooks()).length === 1, 30_000, "the webhook");
+      await op.stop();
+      assert.ok(op.logs.some((e) => /Leaving the webhooks in .* as they are/.test(e.message)));
+      assert.deepEqual(await webhooks(), [`check.${managed}`], "kept for the other replicas");
+    } finally {
+      await op.stop();
+      for (const resource of Object.values(WEBHOOK_CONFIGURATIONS)) {
+        await client.api.delete(resource, managed).catch(() => {});
+      }
+    }
   },
 );

@@ -178,8 +178,8 @@ export interface ManageConfigurationsDeps {
 
 /**
  * Consumes the server's client configs until it stops, keeping the managed configurations in
- * sync; then leaves only the persistent entries in them. Without `admission.managed`, only
- * consumes the configs.
+ * sync; then leaves only the persistent entries in them (sharded replicas leave them all, since
+ * the other replicas serve them). Without `admission.managed`, only consumes the configs.
  *
  * @param deps Client, handlers, settings, configs, signal.
  * @returns Resolves when the server has stopped and the configurations are cleaned up.
@@ -215,7 +215,13 @@ export async function manageConfigurations(deps: ManageConfigurationsDeps): Prom
     }
   } finally {
     unsubscribe?.();
-    if (managed && current) {
+    if (managed && current && deps.settings.sharding.enabled) {
+      // Sharded replicas all serve the webhooks: one leaving must not remove what the others
+      // still serve (configure them through one Service, so that all replicas write the same).
+      logger.info(
+        `Leaving the webhooks in ${managed} as they are: other sharded replicas serve them.`,
+      );
+    } else if (managed && current) {
       // The operator's signal is aborted by now: clean up with a bounded one of our own.
       const signal = AbortSignal.timeout(Math.max(deps.settings.process.gracePeriod, 5) * 1000);
       await reconfigure(true, signal);
