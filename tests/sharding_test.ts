@@ -497,6 +497,58 @@ Deno.test(
   },
 );
 
+Deno.test(
+  "a replica stopping gracefully lets its handlers in flight finish and persist: the replica taking over does not repeat them (X-SCALE-12)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-stop");
+    using _ = client;
+    const runs: Array<{ name: string; replica: string; finished?: boolean }> = [];
+    const start = (identity: string) =>
+      startOperator((registry: OperatorRegistry) => {
+        on.create("kopfexamples", { registry }, async function slow_fn({ name }) {
+          const run: { name: string; replica: string; finished?: boolean } = {
+            name: name ?? "",
+            replica: identity,
+          };
+          runs.push(run);
+          await sleep(1_000); // well within settings.queueing.exitTimeout
+          run.finished = true;
+        });
+      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const ops = [await start("sa"), await start("sb")];
+    try {
+      await balanced(client, namespace, 2);
+      const names = Array.from({ length: 8 }, (_, i) => `g-${i}`);
+      await createExamples(client, namespace, names);
+      await eventually(() => runs.length === names.length, 30_000, "all handlers started");
+      const leaving = runs.filter((r) => r.replica === "sb").map((r) => r.name);
+      await ops[1]!.stop(); // while its handlers run
+      await balanced(client, namespace, 1);
+      await eventually(
+        async () => {
+          const { items } = await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace });
+          const done = items.filter((o) =>
+            (o.metadata?.annotations ?? {})["kopf.zalando.org/last-handled-configuration"]
+          );
+          return done.length === names.length;
+        },
+        30_000,
+        "every object handled and persisted",
+      );
+      await sleep(1_000);
+      assert.deepEqual(
+        runs.filter((r) => r.replica === "sa" && leaving.includes(r.name)).map((r) => r.name),
+        [],
+        "the replica taking over repeated none",
+      );
+      assert.ok(runs.every((r) => r.finished), "every run finished");
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
+
 const SHARDCLUSTERS: Resource = {
   group: "sharding.kopf.dev",
   version: "v1",

@@ -491,13 +491,12 @@ export class Orchestrator {
     const name = resourceName(resource);
     const all = this.#deps.registry.handlersFor(resource, selectors);
     const handlers = role === "process" ? { ...all, indexing: [] } : all;
-    // A released shard stops its watch and starts no new cycle at once, but the cycles in flight
-    // may finish and persist their progress (within settings.queueing.exitTimeout) before their
-    // requests and handlers are aborted: the shard's next holder then repeats nothing.
+    // A released shard (or a stopping replica) stops its watch and starts no new cycle at once,
+    // but the cycles in flight may finish and persist their progress (within
+    // settings.queueing.exitTimeout) before their requests and handlers are aborted: the shard's
+    // next holder then repeats nothing.
     const work = new AbortController();
-    const workSignal = role === "process"
-      ? AbortSignal.any([work.signal, this.#deps.signal])
-      : signal;
+    const workSignal = role === "process" ? work.signal : signal;
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
       resource,
@@ -632,8 +631,11 @@ export class Orchestrator {
       const spawners = queue.memories().map((m) =>
         m.spawner?.stopAll(settings.process.gracePeriod)
       );
-      await Promise.all([queue.drain(settings.queueing.exitTimeout), ...spawners]);
-      work.abort();
+      try {
+        await Promise.all([queue.drain(settings.queueing.exitTimeout), ...spawners]);
+      } finally {
+        work.abort();
+      }
     }
   }
 }
