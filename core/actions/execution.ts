@@ -46,9 +46,10 @@ export class HandlerTimeoutError extends PermanentError {
    * Creates the error the framework reports when a handler's timeout has passed.
    *
    * @param message What timed out.
+   * @param options `cause`: the last attempt's error, when the limit was foreseen after it.
    */
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
     this.name = "HandlerTimeoutError";
   }
 }
@@ -59,9 +60,10 @@ export class HandlerRetriesError extends PermanentError {
    * Creates the error the framework reports when a handler has used up its retries.
    *
    * @param message What ran out of retries.
+   * @param options `cause`: the last attempt's error, when the limit was foreseen after it.
    */
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
     this.name = "HandlerRetriesError";
   }
 }
@@ -208,10 +210,43 @@ export async function execute(
     return { kind: "success", result };
   } catch (thrown) {
     const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-    return classify(policy, controller?.signal.aborted ? controller.signal.reason as Error : error);
+    const reason = controller?.signal.aborted ? controller.signal.reason as Error : error;
+    return lookAhead(policy, state, elapsed, classify(policy, reason));
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Kopf's look-ahead of the limits: a failed attempt after which the next one would exceed the
+ * retries or the timeout ends the handler now, instead of after another backoff.
+ */
+function lookAhead(
+  policy: ExecutionPolicy,
+  state: AttemptState,
+  elapsed: number,
+  outcome: Outcome,
+): Outcome {
+  if (outcome.kind !== "temporary" || outcome.error instanceof HandlerChildrenRetry) return outcome;
+  const { error } = outcome;
+  const timeout = policy.timeout !== undefined &&
+    elapsed + (outcome.delay ?? 0) >= policy.timeout;
+  const retries = policy.retries !== undefined && state.retries + 1 >= policy.retries;
+  if (!timeout && !retries) return outcome;
+  const what = error.message || `${error.name}()`;
+  const ours = error instanceof TemporaryError;
+  const id = `Handler '${policy.id}'`;
+  const message = ours
+    ? timeout
+      ? `${id} failed temporarily but will time out after ${policy.timeout} seconds: ${what}`
+      : `${id} failed temporarily but will exceed ${policy.retries} retries: ${what}`
+    : timeout
+    ? `${id} failed with an exception and will stop now ` +
+      `(it would time out in ${policy.timeout} seconds on the next attempt): ${what}`
+    : `${id} failed with an exception and will stop now ` +
+      `(it would exceed ${policy.retries} retries on the next attempt): ${what}`;
+  const ErrorClass = timeout ? HandlerTimeoutError : HandlerRetriesError;
+  return { kind: "permanent", error: new ErrorClass(message, { cause: error }) };
 }
 
 function classify(policy: ExecutionPolicy, error: Error): Outcome {

@@ -149,7 +149,7 @@ Deno.test("execute() treats HandlerChildrenRetry as temporary with its delay (HK
   assert.equal((outcome as { delay: number | null }).delay, null);
 });
 
-Deno.test("execute() checks retries before the attempt: retries=3 allows 3 attempts (OPT-07, ERR-07, SUB-41)", async () => {
+Deno.test("execute() checks retries before the attempt and looks ahead after it: retries=3 allows 3 attempts (OPT-07, ERR-07, SUB-41, K26-21)", async () => {
   const calls: number[] = [];
   const outcomes: Outcome[] = [];
   for (let retries = 0; retries < 4; retries++) {
@@ -164,9 +164,17 @@ Deno.test("execute() checks retries before the attempt: retries=3 allows 3 attem
   assert.deepEqual(outcomes.map((o) => o.kind), [
     "temporary",
     "temporary",
-    "temporary",
+    "permanent", // as Kopf: the next attempt would exceed the retries, so it stops now
     "permanent",
   ]);
+  const foreseen = errorOf(outcomes[2]!);
+  assert.ok(foreseen instanceof HandlerRetriesError);
+  assert.equal(
+    foreseen.message,
+    "Handler 'h' failed with an exception and will stop now " +
+      "(it would exceed 3 retries on the next attempt): again",
+  );
+  assert.equal((foreseen.cause as Error).message, "again");
   const last = errorOf(outcomes[3]!);
   assert.ok(last instanceof HandlerRetriesError);
   assert.ok(last instanceof PermanentError);
@@ -271,7 +279,7 @@ Deno.test("execute() with a parent signal: the attempt's signal follows it (fast
   assert.equal(captured, parent.signal);
   // With a timeout, the signal follows both the timeout and the parent.
   const outcome = await execute(
-    { id: "h", timeout: 10 },
+    { id: "h", timeout: 10, backoff: 1 },
     fresh(),
     (signal) => {
       captured = signal;
@@ -333,4 +341,37 @@ Deno.test("withDefaultBackoff() fills in the operator-wide backoff; a handler's 
   assert.equal(temporary.kind === "temporary" && temporary.delay, 60, "TemporaryError keeps 60");
   const unset = await execute(withDefaultBackoff({ id: "h" }, undefined), state, fail);
   assert.deepEqual(unset, { kind: "temporary", error, delay: DEFAULT_BACKOFF });
+});
+
+Deno.test("execute() looks ahead at the timeout: a retry that would come too late ends the handler now, TemporaryError too (K26-21)", async () => {
+  const state = { started: T0, retries: 0 };
+  const at = new Date(T0.getTime() + 5_000); // 5 s into a 10 s timeout
+  const arbitrary = await execute({ id: "h", timeout: 10, backoff: 6 }, state, () => {
+    throw new Error("slow");
+  }, at);
+  assert.equal(arbitrary.kind, "permanent");
+  assert.equal(
+    errorOf(arbitrary).message,
+    "Handler 'h' failed with an exception and will stop now " +
+      "(it would time out in 10 seconds on the next attempt): slow",
+  );
+  assert.ok(errorOf(arbitrary) instanceof HandlerTimeoutError);
+  const temporary = await execute({ id: "h", timeout: 10 }, state, () => {
+    throw new TemporaryError("later", { delay: 6 });
+  }, at);
+  assert.equal(
+    errorOf(temporary).message,
+    "Handler 'h' failed temporarily but will time out after 10 seconds: later",
+  );
+  const retried = await execute({ id: "h", retries: 1 }, state, () => {
+    throw new TemporaryError("later", { delay: 1 });
+  }, at);
+  assert.equal(
+    errorOf(retried).message,
+    "Handler 'h' failed temporarily but will exceed 1 retries: later",
+  );
+  const inTime = await execute({ id: "h", timeout: 10, backoff: 4 }, state, () => {
+    throw new Error("fast");
+  }, at);
+  assert.equal(inTime.kind, "temporary", "the next attempt still fits");
 });

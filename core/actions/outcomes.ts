@@ -6,7 +6,7 @@
 
 import { isMapping } from "../structs/dicts.ts";
 import type { Patch } from "../structs/patches.ts";
-import type { Outcome } from "./execution.ts";
+import { type Outcome, TemporaryError } from "./execution.ts";
 import type { Logger } from "./loggers.ts";
 
 /**
@@ -44,7 +44,11 @@ export function reportOutcome(logger: Logger, id: string, outcome: Outcome): voi
       break;
     case "permanent":
       if (formatted.includes(outcome.error.name)) {
-        logger.error(outcome.error.message); // already says which handler and why
+        // Already says which handler and why; foreseen after an arbitrary error: with its stack.
+        const cause = outcome.error.cause;
+        if (cause instanceof Error && !(cause instanceof TemporaryError)) {
+          logger.exception(outcome.error.message, cause);
+        } else logger.error(outcome.error.message);
       } else if (known.includes(outcome.error.name)) {
         logger.error(`Handler '${id}' failed permanently: ${text(outcome.error)}`);
       } else {
