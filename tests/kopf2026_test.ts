@@ -347,3 +347,43 @@ Deno.test(
     assert.deepEqual(reasons, ["Explicit"]);
   },
 );
+
+Deno.test(
+  "settings.watching.chunkSize pages the initial list: 5 objects in pages of 2 are 3 list requests, null is 1 (K26-12)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("k26chunks");
+    for (const name of ["a", "b", "c", "d", "e"]) {
+      await client.api.create(KOPFEXAMPLES, {
+        apiVersion: "kopf.dev/v1",
+        kind: "KopfExample",
+        metadata: { name },
+        spec: {},
+      } as KubeObject, { namespace });
+    }
+    const listed = async (chunkSize: number | null) => {
+      const settings = createSettings({ watching: { chunkSize } });
+      const before = client.counters.snapshot();
+      const controller = new AbortController();
+      const names: string[] = [];
+      for await (
+        const event of watcher(client.api, KOPFEXAMPLES, {
+          namespace,
+          ...watchingOptions(settings.watching),
+          signal: controller.signal,
+        })
+      ) {
+        if (event.type === "initApply") names.push(event.object.metadata!.name!);
+        if (event.type === "initDone") break;
+      }
+      controller.abort();
+      assert.deepEqual(names, ["a", "b", "c", "d", "e"]);
+      return client.counters.since(before).count({ verb: "list", resource: "kopfexamples" });
+    };
+    assert.equal(await listed(2), 3);
+    assert.equal(await listed(null), 1);
+    assert.equal(await listed(500), 1);
+  },
+);

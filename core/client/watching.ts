@@ -93,7 +93,7 @@ export interface WatcherOptions {
   readonly clientTimeoutMs?: number | undefined;
   /** Backoff between failed attempts. */
   readonly backoff?: BackoffOptions | undefined;
-  /** Page size of the initial and recovery lists. @default 500 */
+  /** Page size of the initial and recovery lists (`0`: one request for all). @default 500 */
   readonly pageSize?: number | undefined;
   /** Stops the loop. */
   readonly signal?: AbortSignal | undefined;
@@ -131,6 +131,7 @@ export function watchingOptions(watching: WatchingSettings): WatcherOptions {
     connectTimeoutMs: ms(watching.connectTimeout),
     clientTimeoutMs: ms(watching.clientTimeout),
     ...(watching.initialStreaming ? { initialStreaming: true } : {}),
+    ...(watching.chunkSize === 500 ? {} : { pageSize: watching.chunkSize ?? 0 }),
   };
 }
 

@@ -163,6 +163,12 @@ export interface WatchingSettings {
    * `initial_streaming`. @default false
    */
   initialStreaming: boolean;
+  /**
+   * Objects per page of the initial and recovery lists (`limit`), handed on page by page; `null`
+   * or `0`: one request for all. As Kopf 1.45's `chunk_size`, whose default is `None` (one
+   * request); here 500, as client-go's informers page. @default 500
+   */
+  chunkSize: number | null;
 }
 
 /** `settings.queueing` (Kopf's `batching`): per-object workers. */
@@ -376,6 +382,7 @@ export function createSettings(
       labelSelectors: {},
       fieldSelectors: {},
       initialStreaming: false,
+      chunkSize: 500,
       ...overrides.watching,
     },
     queueing,
