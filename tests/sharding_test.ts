@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
 import { on } from "../core/api/on.ts";
 import { index } from "../core/api/indexing.ts";
-import { daemon } from "../core/api/spawning.ts";
+import { daemon, timer } from "../core/api/spawning.ts";
 import { readShardStatus } from "../core/engines/sharding.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
@@ -543,6 +543,49 @@ Deno.test(
         "the replica taking over repeated none",
       );
       assert.ok(runs.every((r) => r.finished), "every run finished");
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
+
+Deno.test(
+  "timers follow their shards: an object's ticks move from one replica to the next and never come back or interleave (X-SCALE-16)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("shard-timers");
+    using _ = client;
+    const names = Array.from({ length: 6 }, (_, i) => `t-${i}`);
+    await createExamples(client, namespace, names);
+    const ticks: Array<{ name: string; replica: string }> = [];
+    const start = (identity: string) =>
+      startOperator((registry: OperatorRegistry) => {
+        timer("kopfexamples", { registry, interval: 0.2 }, function tick({ name }) {
+          ticks.push({ name: name ?? "", replica: identity });
+        });
+      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const ops = [await start("ta"), await start("tb")];
+    try {
+      await balanced(client, namespace, 2);
+      await eventually(
+        () => new Set(ticks.map((t) => t.name)).size === names.length,
+        30_000,
+        "every object ticking",
+      );
+      ops.push(await start("tc"));
+      await balanced(client, namespace, 3);
+      const from = ticks.length;
+      await eventually(
+        () => ticks.slice(from).some((t) => t.replica === "tc"),
+        30_000,
+        "the third replica's timers ticking",
+      );
+      await sleep(1_000);
+      for (const name of names) {
+        const sequence = ticks.filter((t) => t.name === name).map((t) => t.replica)
+          .filter((replica, i, all) => i === 0 || all[i - 1] !== replica);
+        assert.equal(new Set(sequence).size, sequence.length, `${name}: ${sequence.join(" → ")}`);
+      }
     } finally {
       for (const op of ops) await op.stop();
     }
