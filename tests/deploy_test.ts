@@ -609,6 +609,9 @@ Deno.test(
       }
       const lines = ops.flatMap((o) => o.lines);
       assert.deepEqual(permissionErrors(lines), [], lines.join("\n"));
+      // Without --standalone: sharded replicas turn peering off (they would pause each other).
+      assert.equal(lines.filter((l) => /Peering is off for sharded replicas/.test(l)).length, 2);
+      assert.deepEqual(lines.filter((l) => /peering/i.test(l) && !/Peering is off/.test(l)), []);
       // Both left: their shards are released and their memberships deleted.
       const after = await readShardStatus(client.api, { name: "kopf", namespace });
       assert.deepEqual(after.members, []);
