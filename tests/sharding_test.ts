@@ -25,6 +25,7 @@ import type { Resource } from "../core/structs/resources.ts";
 import { shardOfObject } from "../core/structs/shards.ts";
 import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
 import { WebhookServer } from "../mod.ts";
+import { Emulator } from "../kits/emulator/mod.ts";
 import {
   applyCrdObjects,
   applyCrds,
@@ -586,6 +587,34 @@ Deno.test(
           .filter((replica, i, all) => i === 0 || all[i - 1] !== replica);
         assert.equal(new Set(sequence).size, sequence.length, `${name}: ${sequence.join(" → ")}`);
       }
+    } finally {
+      for (const op of ops) await op.stop();
+    }
+  },
+);
+
+Deno.test(
+  "on the emulator: two sharded replicas with server-side filtering split the objects, each handled once (X-SCALE-40)",
+  opts,
+  async () => {
+    await using emulator = await Emulator.start();
+    const connect = async () =>
+      new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
+    using client = await connect();
+    await applyCrds(client, "crds/example.yaml");
+    const runs: Run[] = [];
+    const ops = [
+      await replica(runs, "default", "e1", await connect()),
+      await replica(runs, "default", "e2", await connect()),
+    ];
+    try {
+      for (const op of ops) await op.waitForLog(/the API server filters the watches/);
+      await balanced(client, "default", 2);
+      await createExamples(client, "default", Array.from({ length: 20 }, (_, i) => `e-${i}`));
+      await eventually(() => count(runs, "create").size === 20, 30_000, "20 creations");
+      await sleep(500);
+      assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
+      assert.equal(new Set(runs.map((r) => r.replica)).size, 2, "both replicas handled a share");
     } finally {
       for (const op of ops) await op.stop();
     }
