@@ -50,7 +50,7 @@ Deno.test(
     const settings = createSettings({
       process: { gracePeriod: 1 },
       queueing: { exitTimeout: 1 },
-      execution: { defaultBackoff: 2 },
+      execution: { defaultBackoff: 4 },
     });
     await using op = await startOperator((registry) => {
       on.create("kopfexamples", { registry, id: "plain" }, () => {
@@ -73,7 +73,8 @@ Deno.test(
       spec: {},
     } as KubeObject, { namespace });
 
-    // The stored delays: the operator-wide 2 s for 'plain', the handler's own 600 s for 'own'.
+    // The stored delays: the operator-wide 4 s for 'plain' (a window wide enough to see both
+    // records), the handler's own 600 s for 'own'.
     const first = await eventually(
       async () => {
         const body = await client.api.get(KOPFEXAMPLES, "a", { namespace });
