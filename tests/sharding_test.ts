@@ -341,7 +341,8 @@ Deno.test(
   async () => {
     const { client, namespace } = await setup("shard-daemons");
     using _ = client;
-    const names = Array.from({ length: 8 }, (_, i) => `d-${i}`);
+    // Enough objects that the third replica's shards hold some (else nothing would move).
+    const names = Array.from({ length: 40 }, (_, i) => `d-${i}`);
     await createExamples(client, namespace, names); // before the replicas: full indices at once
     interface Life {
       replica: string;
@@ -556,12 +557,13 @@ Deno.test(
   async () => {
     const { client, namespace } = await setup("shard-timers");
     using _ = client;
-    const names = Array.from({ length: 6 }, (_, i) => `t-${i}`);
+    // Enough objects that the third replica's shards hold some (else nothing would move).
+    const names = Array.from({ length: 40 }, (_, i) => `t-${i}`);
     await createExamples(client, namespace, names);
     const ticks: Array<{ name: string; replica: string }> = [];
     const start = (identity: string) =>
       startOperator((registry: OperatorRegistry) => {
-        timer("kopfexamples", { registry, interval: 0.2 }, function tick({ name }) {
+        timer("kopfexamples", { registry, interval: 0.5 }, function tick({ name }) {
           ticks.push({ name: name ?? "", replica: identity });
         });
       }, { namespaces: [namespace], settings: settings(namespace, identity) });
