@@ -167,6 +167,11 @@ export {
   type StatusDiffBaseStorageOptions,
 } from "./core/settings/diffbase.ts";
 export type { AnnotationKeys, AnnotationKeysOptions } from "./core/settings/conventions.ts";
+export {
+  StatusFirstDiffBaseStorage,
+  type StatusFirstDiffBaseStorageOptions,
+  StatusFirstProgressStorage,
+} from "./core/settings/status_first.ts";
 export { type Diff, type DiffItem, type DiffOperation } from "./core/structs/diffs.ts";
 export type { FieldPath, FieldSpec, JsonObject, JsonValue, Mapping } from "./core/structs/dicts.ts";
 export {
@@ -188,6 +193,7 @@ export type { Resource } from "./core/structs/resources.ts";
 export type { NamespacePattern } from "./core/structs/namespaces.ts";
 export { type ConnectOptions, KubeClient } from "./core/client/client.ts";
 export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core/client/http.ts";
+export type { ByteStream } from "./core/client/raw_stream.ts";
 export type { BackoffOptions } from "./core/util/backoff.ts";
 export {
   type CallOptions,

@@ -14,7 +14,8 @@ import { parseArgs } from "node:util";
 import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
 import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
-import { applyCrd, waitForCrd } from "./run.ts";
+import { CRD_VARIANTS } from "./lib/config.ts";
+import { applyCrd, waitForCrd } from "./lib/setup.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -57,7 +58,7 @@ const variants = (values.variant ?? ["default"]).map(parseVariant);
 const plane = await sharedControlPlane();
 const api = new Api(plane);
 const kubeconfig = plane.kubeconfigPath;
-await applyCrd(api);
+await applyCrd(api, CRD_VARIANTS.find((v) => v.id === "plain")!);
 await waitForCrd(api);
 
 const results: Record<string, unknown>[] = [];

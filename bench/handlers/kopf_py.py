@@ -17,6 +17,7 @@ import time
 
 import kopf
 
+_plural = os.environ.get('BENCH_PLURAL', 'kopfexamples')  # the CRD variant's resource
 _path = os.environ.get('BENCH_RUNLOG')
 _runlog = open(_path, 'a', buffering=1) if _path else None
 
@@ -26,14 +27,14 @@ def _record(handler: str, name: str, started: float) -> None:
         _runlog.write(f'{handler} {name} {started}\n')
 
 
-@kopf.on.create('kopfexamples')
+@kopf.on.create(_plural)
 async def create_fn(name, **_):
     started = time.time() * 1000
     _record('create', name, started)
     return {'message': 'hello', 'started': started}
 
 
-@kopf.on.update('kopfexamples')
+@kopf.on.update(_plural)
 async def update_fn(name, spec, **_):
     started = time.time() * 1000
     _record('update', name, started)
@@ -47,6 +48,6 @@ if os.environ.get('BENCH_LOGGERS') == '1':
 
 
 if os.environ.get('BENCH_DELETE') == '1':
-    @kopf.on.delete('kopfexamples')
+    @kopf.on.delete(_plural)
     async def delete_fn(name, **_):
         _record('delete', name, time.time() * 1000)

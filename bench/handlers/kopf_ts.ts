@@ -9,12 +9,17 @@
  * Every run is appended to `$BENCH_RUNLOG` (one line per handler run) so that the harness can
  * count handler runs independently of what reaches the API server. With `BENCH_NO_EVENTS=1`
  * (the harness's opt-in `kopf-ts-noevents` contender) posting of Events is switched off; with
- * `BENCH_LOGGERS=1` (`kopf-ts-logs-on`) log messages are posted as Events too.
+ * `BENCH_LOGGERS=1` (`kopf-ts-logs-on`) log messages are posted as Events too; with
+ * `BENCH_PERSISTENCE=status` (the `kopf-ts-status` contender) the framework's state is kept in
+ * `status` instead of annotations. `BENCH_PLURAL` names the resource of the CRD variant.
  *
  *   deno run -A cli.ts run bench/handlers/kopf_ts.ts -n NAMESPACE --standalone -q
  * @module
  */
-import { on } from "../../mod.ts";
+import { on, StatusFirstDiffBaseStorage, StatusFirstProgressStorage } from "../../mod.ts";
+
+/** The resource of the CRD variant (`kopfexamples`: no status subresource). */
+const plural = Deno.env.get("BENCH_PLURAL") ?? "kopfexamples";
 
 const runlogPath = Deno.env.get("BENCH_RUNLOG");
 const runlog = runlogPath
@@ -26,13 +31,13 @@ function record(handler: string, name: string | undefined, started: number): voi
   runlog?.writeSync(encoder.encode(`${handler} ${name} ${started}\n`));
 }
 
-on.create("kopfexamples", function create_fn({ name }) {
+on.create(plural, function create_fn({ name }) {
   const started = Date.now();
   record("create", name, started);
   return { message: "hello", started };
 });
 
-on.update("kopfexamples", function update_fn({ name, spec }) {
+on.update(plural, function update_fn({ name, spec }) {
   const started = Date.now();
   record("update", name, started);
   return { value: spec["value"] ?? null, started };
@@ -50,8 +55,15 @@ if (Deno.env.get("BENCH_LOGGERS") === "1") {
   });
 }
 
+if (Deno.env.get("BENCH_PERSISTENCE") === "status") {
+  on.startup(function state_in_status({ settings }) {
+    settings.persistence.progressStorage = new StatusFirstProgressStorage();
+    settings.persistence.diffbaseStorage = new StatusFirstDiffBaseStorage();
+  });
+}
+
 if (Deno.env.get("BENCH_DELETE") === "1") {
-  on.delete("kopfexamples", function delete_fn({ name }) {
+  on.delete(plural, function delete_fn({ name }) {
     record("delete", name, Date.now());
   });
 }

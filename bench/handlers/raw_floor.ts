@@ -6,7 +6,9 @@
  * observable result as the framework's handlers (`kopf_ts.ts`):
  *
  * - an object without `status.create_fn` gets `status.create_fn = {message, started}`
- *   (with `BENCH_DELETE=1` the finalizer is added in the same patch): one write;
+ *   (with `BENCH_DELETE=1` the finalizer is added in the same patch): one write — on a CRD
+ *   with a status subresource (`BENCH_STATUS_SUBRESOURCE=1`) the status goes to `/status`, so
+ *   with a finalizer it is two (the finalizer first);
  * - a handled object whose `spec` differs from the last one seen gets
  *   `status.update_fn = {value, started}`: one write;
  * - with `BENCH_DELETE=1`, an object marked for deletion that carries the finalizer gets it
@@ -27,7 +29,9 @@ import { loadKubeconfig } from "../../core/client/config.ts";
 const USER_AGENT = "kopf-bench-raw-floor";
 const FINALIZER = "bench.kopf.dev/raw-floor";
 const GROUP_VERSION = "kopf.dev/v1";
-const PLURAL = "kopfexamples";
+/** The resource of the CRD variant, and whether status is written through `/status`. */
+const PLURAL = Deno.env.get("BENCH_PLURAL") ?? "kopfexamples";
+const STATUS_SUBRESOURCE = Deno.env.get("BENCH_STATUS_SUBRESOURCE") === "1";
 
 interface Obj {
   metadata: {
@@ -116,9 +120,27 @@ function stateOf(obj: Obj): State {
   return state;
 }
 
-/** Sends one merge patch; on a conflict (stale resourceVersion) returns the fresh object. */
+/**
+ * Writes a change: one merge patch, or on a CRD with a status subresource the status through
+ * `/status` (and anything else, e.g. a finalizer, in a patch of the object before it).
+ */
 async function patch(obj: Obj, body: Record<string, unknown>): Promise<Obj | undefined> {
-  const url = `${base}/${obj.metadata.name}`;
+  if (!STATUS_SUBRESOURCE || body["status"] === undefined) return await send(obj, body, "");
+  const { status, ...rest } = body;
+  if (Object.keys(rest).length) {
+    const fresh = await send(obj, rest, "");
+    if (fresh) return fresh;
+  }
+  return await send(obj, { status }, "/status");
+}
+
+/** Sends one merge patch; on a conflict (stale resourceVersion) returns the fresh object. */
+async function send(
+  obj: Obj,
+  body: Record<string, unknown>,
+  subresource: "" | "/status",
+): Promise<Obj | undefined> {
+  const url = `${base}/${obj.metadata.name}${subresource}`;
   const response = await request("PATCH", url, body);
   if (response.ok) {
     const written = await response.json() as Obj;
@@ -131,7 +153,7 @@ async function patch(obj: Obj, body: Record<string, unknown>): Promise<Obj | und
   }
   const text = await response.text();
   if (response.status === 409) {
-    const fresh = await request("GET", url);
+    const fresh = await request("GET", `${base}/${obj.metadata.name}`);
     if (fresh.status === 404) {
       await fresh.body?.cancel();
       return undefined;

@@ -8,7 +8,15 @@ import type { ClusterAccess } from "../../testing/control_plane.ts";
 
 export const DRIVER_USER_AGENT = "kopf-bench-driver";
 const GROUP_VERSION = "kopf.dev/v1";
-const PLURAL = "kopfexamples";
+
+/** The custom resource the harness works on (one per CRD variant). */
+export interface BenchResource {
+  readonly plural: string;
+  readonly kind: string;
+}
+
+/** `crds/example.yaml`: no status subresource. */
+export const KOPFEXAMPLES: BenchResource = { plural: "kopfexamples", kind: "KopfExample" };
 
 /** A benchmark object as far as the harness reads it. */
 export interface BenchObject {
@@ -28,10 +36,12 @@ export interface BenchObject {
 /** The harness's HTTP access to the API server. */
 export class Api implements Disposable {
   readonly access: ClusterAccess;
+  readonly resource: BenchResource;
   readonly #client: Deno.HttpClient;
 
-  constructor(access: ClusterAccess) {
+  constructor(access: ClusterAccess, resource: BenchResource = KOPFEXAMPLES) {
     this.access = access;
+    this.resource = resource;
     this.#client = Deno.createHttpClient({ caCerts: [access.caPem] });
   }
 
@@ -81,14 +91,16 @@ export class Api implements Disposable {
 
   /** Path of the benchmark resource in a namespace (optionally of one object). */
   path(namespace: string, name?: string): string {
-    return `/apis/${GROUP_VERSION}/namespaces/${namespace}/${PLURAL}${name ? `/${name}` : ""}`;
+    return `/apis/${GROUP_VERSION}/namespaces/${namespace}/${this.resource.plural}${
+      name ? `/${name}` : ""
+    }`;
   }
 
   /** Creates one benchmark object; throws unless the API server answers 201. */
   async create(namespace: string, name: string): Promise<void> {
     const { status, body } = await this.request("POST", this.path(namespace), {
       apiVersion: GROUP_VERSION,
-      kind: "KopfExample",
+      kind: this.resource.kind,
       metadata: { name, labels: { "bench.kopf.dev/object": "yes" } },
       spec: { duration: "1m", field: "value", items: ["item1", "item2"], value: 0 },
     });

@@ -21,12 +21,18 @@ export interface PhaseResult {
   readonly handlerRuns: Record<string, number>;
   /** Whether `peakRssMiB` is the peak within this scenario (else since the process started). */
   readonly peakIsSincePhaseStart: boolean;
+  /** Raw samples for the charts (e.g. `latency`: ms per object). */
+  readonly samples?: Record<string, number[]>;
 }
 
 /** All scenarios of one contender in one repetition. */
 export interface ContenderRun {
   readonly contender: string;
+  /** The CRD variant (`status`, `plain`); results before variants existed: `plain`. */
+  readonly variant?: string;
   readonly rep: number;
+  /** The operator's RSS over the session: `[ms since the session started, MiB]`. */
+  readonly rss?: Array<[number, number]>;
   readonly phases: Record<string, PhaseResult>;
   readonly error?: string | undefined;
 }
@@ -39,7 +45,19 @@ export interface BenchResults {
   readonly machine: Record<string, string | number>;
   readonly versions: Record<string, string>;
   readonly contenders: readonly { id: string; label: string; userAgent: string }[];
+  /** The CRD variants run, headline first (results before variants existed: none). */
+  readonly variants?: readonly { id: string; label: string }[];
   readonly runs: readonly ContenderRun[];
+}
+
+/** The CRD variants of a result file, headline first. */
+export function variantsOf(results: BenchResults): readonly { id: string; label: string }[] {
+  return results.variants ?? [{ id: "plain", label: "CRD without a status subresource" }];
+}
+
+/** The runs of one variant. */
+export function runsOf(results: BenchResults, variant: string): ContenderRun[] {
+  return results.runs.filter((r) => (r.variant ?? "plain") === variant);
 }
 
 type Better = "lower" | "higher" | "";
@@ -164,9 +182,9 @@ function rows(config: Record<string, unknown>): Row[] {
 }
 
 /** The median of a row's value over the contender's repetitions (NaN if never measured). */
-function valueOf(results: BenchResults, contender: string, row: Row): number {
+function valueOf(results: BenchResults, variant: string, contender: string, row: Row): number {
   const values: number[] = [];
-  for (const run of results.runs) {
+  for (const run of runsOf(results, variant)) {
     if (run.contender !== contender) continue;
     const phase = run.phases[row.phase];
     if (!phase) continue;
@@ -179,8 +197,13 @@ function valueOf(results: BenchResults, contender: string, row: Row): number {
   return median(values);
 }
 
-function incomplete(results: BenchResults, contender: string, phase: string): boolean {
-  return results.runs.some((r) =>
+function incomplete(
+  results: BenchResults,
+  variant: string,
+  contender: string,
+  phase: string,
+): boolean {
+  return runsOf(results, variant).some((r) =>
     r.contender === contender && r.phases[phase] !== undefined && !r.phases[phase]!.complete
   );
 }
@@ -197,7 +220,7 @@ function ratio(a: number, b: number): string {
   if (!Number.isFinite(a) || !Number.isFinite(b)) return "—";
   if (b === 0) return a === 0 ? "=" : "—";
   const r = a / b;
-  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(2) : r.toFixed(2)}×`;
+  return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
 }
 
 function verbs(summary: RequestSummary | undefined): string {
@@ -206,10 +229,21 @@ function verbs(summary: RequestSummary | undefined): string {
   return entries.map(([k, v]) => `${k} ${v}`).join(", ") || "none";
 }
 
-/** Renders the Markdown report. */
+const PHASES = [
+  "startup",
+  "create",
+  "steady",
+  "updates",
+  "fill",
+  "idle",
+  "restart",
+  "create-finalizers",
+  "delete",
+  "backlog",
+];
+
+/** Renders the Markdown report: one table per CRD variant, headline first. */
 export function renderMarkdown(results: BenchResults): string {
-  const ids = results.contenders.map((c) => c.id);
-  const has = (id: string) => ids.includes(id);
   const label = (id: string) => results.contenders.find((c) => c.id === id)?.label ?? id;
   const config = results.config;
   const reps = Number(config["reps"] ?? 1);
@@ -229,6 +263,11 @@ export function renderMarkdown(results: BenchResults): string {
       (Number(m["otherApiServers"] ?? 0) > 0
         ? ` — and by ${m["otherApiServers"]} other control plane(s) running meanwhile (noise)`
         : "") +
+      (m["loadAvgAtStart"] !== undefined
+        ? `; 1-minute load average ${m["loadAvgAtStart"]} at the start, ${
+          m["loadAvgAtEnd"]
+        } at the end`
+        : "") +
       ".",
   );
   lines.push(
@@ -242,69 +281,76 @@ export function renderMarkdown(results: BenchResults): string {
       `; Kubernetes ${v["kubernetes"]}.`,
   );
   lines.push("");
-  const header = ["Scenario", "Metric", ...ids.map(label)];
-  if (has(TS) && has(PY)) header.push(`${label(TS)} ÷ Kopf`);
-  if (has(TS) && has(RAW)) header.push(`${label(TS)} ÷ raw`);
-  lines.push(`| ${header.join(" | ")} |`);
-  lines.push(`|${header.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`);
-  let last = "";
-  for (const row of rows(config)) {
-    const values = ids.map((id) => valueOf(results, id, row));
-    if (values.every((x) => !Number.isFinite(x))) continue;
-    const cells = ids.map((id, i) =>
-      fmt(values[i]!, row.digits) + (incomplete(results, id, row.phase) ? " ⚠" : "")
+  for (const variant of variantsOf(results)) {
+    const runs = runsOf(results, variant.id);
+    const ids = results.contenders.map((c) => c.id).filter((id) =>
+      runs.some((r) => r.contender === id)
     );
-    const ts = values[ids.indexOf(TS)] ?? NaN;
-    const noise = row.scenario === "Noise";
-    if (has(TS) && has(PY)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(PY)]!));
-    if (has(TS) && has(RAW)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(RAW)]!));
-    const scenario = row.scenario === last ? "" : `**${row.scenario}**`;
-    last = row.scenario;
-    lines.push(`| ${scenario} | ${row.metric}${arrow(row.better)} | ${cells.join(" | ")} |`);
+    if (!ids.length) continue;
+    const has = (id: string) => ids.includes(id);
+    const ours = ids.filter((id) => id.startsWith(TS));
+    lines.push(`## ${variant.label}`);
+    lines.push("");
+    const header = ["Scenario", "Metric", ...ids.map(label)];
+    for (const id of ours) {
+      if (has(PY)) header.push(`${label(id)} ÷ Kopf`);
+      if (has(RAW)) header.push(`${label(id)} ÷ raw`);
+    }
+    lines.push(`| ${header.join(" | ")} |`);
+    lines.push(`|${header.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`);
+    let last = "";
+    for (const row of rows(config)) {
+      const values = ids.map((id) => valueOf(results, variant.id, id, row));
+      if (values.every((x) => !Number.isFinite(x))) continue;
+      const cells = ids.map((id, i) =>
+        fmt(values[i]!, row.digits) + (incomplete(results, variant.id, id, row.phase) ? " ⚠" : "")
+      );
+      const noise = row.scenario === "Noise";
+      for (const id of ours) {
+        const ts = values[ids.indexOf(id)] ?? NaN;
+        if (has(PY)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(PY)]!));
+        if (has(RAW)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(RAW)]!));
+      }
+      const scenario = row.scenario === last ? "" : `**${row.scenario}**`;
+      last = row.scenario;
+      lines.push(`| ${scenario} | ${row.metric}${arrow(row.better)} | ${cells.join(" | ")} |`);
+    }
+    lines.push("");
+    lines.push(`### Requests by verb and resource, ${variant.label} (repetition 1)`);
+    lines.push("");
+    lines.push(`| Scenario | ${ids.map(label).join(" | ")} |`);
+    lines.push(`| --- |${ids.map(() => " --- ").join("|")}|`);
+    for (const phase of PHASES) {
+      const cells = ids.map((id) => {
+        const run = runs.find((r) => r.contender === id && r.rep === 1);
+        return verbs(run?.phases[phase]?.requests);
+      });
+      if (cells.every((c) => c === "—")) continue;
+      lines.push(`| ${phase} | ${cells.join(" | ")} |`);
+    }
+    lines.push("");
   }
-  lines.push("");
   lines.push(
     "↓ lower is better, ↑ higher is better. ⚠ = the scenario did not complete within its " +
-      'timeout. "Writes" are create/update/patch/delete requests to anything but Events; ' +
-      "Event posts are counted separately. Latencies are from the harness sending the create " +
-      "(or patch) request to the handler's first line (same clock).",
+      'timeout. "Writes" are create/update/patch/delete requests to anything but Events ' +
+      "(a patch of `/status` is a write of its own); Event posts are counted separately. " +
+      "Latencies are from the harness sending the create (or patch) request to the " +
+      "handler's first line (same clock).",
   );
-  lines.push("");
-  lines.push("## Requests by verb and resource (repetition 1)");
-  lines.push("");
-  lines.push(`| Scenario | ${ids.map(label).join(" | ")} |`);
-  lines.push(`| --- |${ids.map(() => " --- ").join("|")}|`);
-  const phases = [
-    "startup",
-    "create",
-    "steady",
-    "updates",
-    "fill",
-    "idle",
-    "restart",
-    "create-finalizers",
-    "delete",
-    "backlog",
-  ];
-  for (const phase of phases) {
-    const cells = ids.map((id) => {
-      const run = results.runs.find((r) => r.contender === id && r.rep === 1);
-      return verbs(run?.phases[phase]?.requests);
-    });
-    if (cells.every((c) => c === "—")) continue;
-    lines.push(`| ${phase} | ${cells.join(" | ")} |`);
-  }
   lines.push("");
   const errors = results.runs.filter((r) => r.error);
   if (errors.length) {
     lines.push("## Failures");
     lines.push("");
     for (const r of errors) {
-      lines.push(`- ${label(r.contender)} (repetition ${r.rep}): ${r.error?.split("\n")[0]}`);
+      lines.push(
+        `- ${label(r.contender)} [${r.variant ?? "plain"}] (repetition ${r.rep}): ` +
+          `${r.error?.split("\n")[0]}`,
+      );
     }
     lines.push("");
   }
-  lines.push(...aims(results, has, label));
+  lines.push(...aims(results, label));
   return lines.join("\n") + "\n";
 }
 
@@ -312,62 +358,71 @@ function arrow(better: Better): string {
   return better === "lower" ? " ↓" : better === "higher" ? " ↑" : "";
 }
 
-function aims(
-  results: BenchResults,
-  has: (id: string) => boolean,
-  label: (id: string) => string,
-): string[] {
+function aims(results: BenchResults, label: (id: string) => string): string[] {
   const config = results.config;
-  const get = (id: string, phase: string, key: string | ((m: Record<string, number>) => number)) =>
-    has(id)
-      ? valueOf(results, id, { scenario: "", metric: "", phase, value: key, digits: 0, better: "" })
-      : NaN;
+  const out: string[] = ["## Aims of issue #12", ""];
+  const verdict = (value: number, ok: (v: number) => boolean) =>
+    !Number.isFinite(value) ? "not measured" : ok(value) ? "**met**" : "**not met**";
   const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
-  const verdict = (ok: boolean | undefined) =>
-    ok === undefined ? "not measured" : ok ? "**met**" : "**not met**";
-  const out: string[] = ["## Aims of issue #6", ""];
-  const writes = get(TS, "create", perObject);
-  const kopfWrites = get(PY, "create", perObject);
-  out.push(
-    `- Writes per simple create ≤ 1 (plus aggregated Events): ${fmt(writes, 2)} ` +
-      `(Kopf: ${fmt(kopfWrites, 2)}, raw floor: ${fmt(get(RAW, "create", perObject), 2)}) — ` +
-      `${verdict(Number.isFinite(writes) ? writes <= 1 : undefined)}.`,
-  );
-  const tput = get(TS, "backlog", "throughput");
-  const kopfTput = get(PY, "backlog", "throughput");
-  const rawTput = get(RAW, "backlog", "throughput");
-  const ctput = get(TS, "create", "throughput");
-  out.push(
-    `- Throughput ≥ 3× Kopf: ${ratio(tput, kopfTput)} — ` +
-      `${verdict(Number.isFinite(tput / kopfTput) ? tput / kopfTput >= 3 : undefined)}; ` +
-      `≥ 0.9× the raw floor: ${ratio(tput, rawTput)} — ` +
-      `${verdict(Number.isFinite(tput / rawTput) ? tput / rawTput >= 0.9 : undefined)} ` +
-      `(backlog of ${config["backlogCount"]}; while the harness creates ${
-        config["createCount"]
-      }: ` +
-      `${ratio(ctput, get(PY, "create", "throughput"))} Kopf, ` +
-      `${ratio(ctput, get(RAW, "create", "throughput"))} raw floor).`,
-  );
-  const p99 = get(TS, "steady", "latency.p99");
-  const rate = get(TS, "steady", "rate");
-  out.push(
-    `- p99 creation-to-handler latency ≤ 50 ms at 100 objects/s: ${fmt(p99, 1)} ms at ` +
-      `${fmt(rate, 0)}/s — ${verdict(Number.isFinite(p99) ? p99 <= 50 : undefined)}.`,
-  );
-  const rss = get(TS, "idle", "idleRssMiB"), kopfRss = get(PY, "idle", "idleRssMiB");
-  const watched = get(TS, "idle", "objects");
-  out.push(
-    `- RSS watching 10,000 objects ≤ 0.3× Kopf's: ${ratio(rss, kopfRss)} with ` +
-      `${fmt(watched, 0)} objects — ` +
-      `${verdict(Number.isFinite(rss / kopfRss) ? rss / kopfRss <= 0.3 : undefined)}` +
-      `${watched < 10_000 ? " (the 10,000 case runs with --full)" : ""}.`,
-  );
-  const restartWrites = get(TS, "restart", "writes");
-  out.push(
-    `- Restart over handled objects: zero writes: ${fmt(restartWrites, 0)} — ` +
-      `${verdict(Number.isFinite(restartWrites) ? restartWrites === 0 : undefined)} ` +
-      `(${label(PY)}: ${fmt(get(PY, "restart", "writes"), 0)}).`,
-  );
-  out.push("");
+  const cpuPerObject = (m: Record<string, number>) => m["cpuS"]! / m["objects"]!;
+  for (const variant of variantsOf(results)) {
+    const get = (id: string, phase: string, key: Row["value"]) =>
+      valueOf(results, variant.id, id, {
+        scenario: "",
+        metric: "",
+        phase,
+        value: key,
+        digits: 0,
+        better: "",
+      });
+    const ours = results.contenders.map((c) => c.id).filter((id) =>
+      id.startsWith(TS) && runsOf(results, variant.id).some((r) => r.contender === id)
+    );
+    if (!ours.length) continue;
+    out.push(`${variant.label}:`);
+    out.push("");
+    for (const id of ours) {
+      const who = label(id);
+      const writes = get(id, "create", perObject);
+      out.push(
+        `- ${who}: writes per handled create: ${fmt(writes, 2)} (Kopf ` +
+          `${fmt(get(PY, "create", perObject), 2)}, raw floor ${
+            fmt(get(RAW, "create", perObject), 2)
+          }).`,
+      );
+      const closures = get(id, "create", "watches") +
+        get(id, "backlog", (m) => Math.max(0, m["watches"]! - 1));
+      out.push(
+        `- ${who}: watch closures in the create burst (${config["createCount"]}) and the ` +
+          `backlog: ${fmt(closures, 0)} — ${verdict(closures, (x) => x === 0)}.`,
+      );
+      const peak = Math.max(get(id, "create", "peakRssMiB"), get(id, "backlog", "peakRssMiB"));
+      const kopfPeak = Math.max(get(PY, "create", "peakRssMiB"), get(PY, "backlog", "peakRssMiB"));
+      out.push(
+        `- ${who}: peak RSS in the create burst and backlog ≤ 0.8× Kopf's: ` +
+          `${ratio(peak, kopfPeak)} (${fmt(peak, 0)} vs ${fmt(kopfPeak, 0)} MiB) — ` +
+          `${verdict(peak / kopfPeak, (x) => x <= 0.8)}.`,
+      );
+      const idle = get(id, "idle", "idleRssMiB"), kopfIdle = get(PY, "idle", "idleRssMiB");
+      out.push(
+        `- ${who}: idle RSS over ${fmt(get(id, "idle", "objects"), 0)} handled objects ≤ 0.3× ` +
+          `Kopf's: ${ratio(idle, kopfIdle)} (${fmt(idle, 0)} vs ${fmt(kopfIdle, 0)} MiB) — ` +
+          `${verdict(idle / kopfIdle, (x) => x <= 0.3)}.`,
+      );
+      const cpu = get(id, "backlog", cpuPerObject), rawCpu = get(RAW, "backlog", cpuPerObject);
+      out.push(
+        `- ${who}: CPU per object in the backlog ≤ 1.3× the raw floor: ${ratio(cpu, rawCpu)} — ` +
+          `${verdict(cpu / rawCpu, (x) => x <= 1.3)}.`,
+      );
+      const tput = get(id, "backlog", "throughput"), rawTput = get(RAW, "backlog", "throughput");
+      out.push(
+        `- ${who}: backlog throughput ≥ 0.9× the raw floor: ${ratio(tput, rawTput)} — ` +
+          `${verdict(tput / rawTput, (x) => x >= 0.9)} (Kopf: ${
+            ratio(get(PY, "backlog", "throughput"), rawTput)
+          } the floor).`,
+      );
+    }
+    out.push("");
+  }
   return out;
 }
