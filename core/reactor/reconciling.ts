@@ -16,6 +16,12 @@
  * would change nothing are not sent: the cache shows the state. With `finalizer`, the
  * controller adds the finalizer before the first reconcile and removes it after a reconcile of
  * the deleted object returned without error.
+ *
+ * With sharded replicas, an object is reconciled only by the holder of its shard (an owned object
+ * triggers its owner, so it follows the owner's shard). The caches still hold all objects: a
+ * reconcile may read any of them. A shard that comes is reconciled in full (its objects were
+ * skipped while another replica held it); a shard that goes is released only after its
+ * reconciles in flight have finished.
  * @module
  */
 
@@ -61,6 +67,8 @@ import { Patch } from "../structs/patches.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
 import { sleep } from "../util/backoff.ts";
 import { WorkQueue } from "../util/workqueue.ts";
+import { effectiveShardKey, shardOfObject } from "../structs/shards.ts";
+import type { ShardSpace } from "./orchestration.ts";
 import { contains, firstDifference, mergedEquals } from "./_reconcile_apply.ts";
 
 /** What the reconcile controllers need. */
@@ -83,6 +91,8 @@ export interface ReconcileDeps {
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
   /** Resolves while the operator is not paused (peering); no reconcile starts while paused. */
   readonly resumed?: ((signal: AbortSignal) => Promise<void>) | undefined;
+  /** Sharded replicas: the shard space; the held shards come by `serveShards()` (none before). */
+  readonly sharding?: ShardSpace | undefined;
   /** Stops everything. */
   readonly signal: AbortSignal;
 }
@@ -92,6 +102,7 @@ export class ReconcileControllers {
   /** The shared informer cache. */
   readonly cache: InformerCache;
   readonly #deps: ReconcileDeps;
+  readonly #controllers: ReconcileController[];
 
   /** @param deps Collaborators. */
   constructor(deps: ReconcileDeps) {
@@ -103,16 +114,23 @@ export class ReconcileControllers {
       onError: (error, resource) =>
         logger.warning(`Watching ${resourceName(resource)} failed: ${error.message}`),
     });
+    this.#controllers = deps.registrations.map((r) => new ReconcileController(deps, this.cache, r));
+  }
+
+  /**
+   * Sharded replicas: reconcile only the objects of these shards from now on.
+   * @param shards The shards this replica holds now.
+   * @returns Resolves when the reconciles in flight of the dropped shards have finished (or the
+   *   grace period passed).
+   */
+  async serveShards(shards: ReadonlySet<number>): Promise<void> {
+    await Promise.all(this.#controllers.map((c) => c.serveShards(shards)));
   }
 
   /** Runs until the signal aborts, then drains and stops the cache. */
   async run(): Promise<void> {
     try {
-      await Promise.all(
-        this.#deps.registrations.map((r) =>
-          new ReconcileController(this.#deps, this.cache, r).run()
-        ),
-      );
+      await Promise.all(this.#controllers.map((c) => c.run()));
     } finally {
       await this.cache[Symbol.asyncDispose]();
     }
@@ -128,6 +146,11 @@ class ReconcileController {
   readonly #memos = new Map<string, Memo>();
   readonly #applied = new Map<string, KubeObject>();
   readonly #known: Resource[] = [];
+  /** Reconciles running now, by key (so that a shard is released only after its reconciles). */
+  readonly #running = new Map<string, Promise<void>>();
+  /** Sharded replicas: the shards held (none until the coordinator says). */
+  #shards: ReadonlySet<number> = new Set();
+  #enqueueAll?: (shards: ReadonlySet<number>) => void;
   #resource!: Resource;
   #parents: Informer[] = [];
   #logger: Logger;
@@ -209,23 +232,71 @@ class ReconcileController {
     if (signal.aborted) return;
     this.#logger.debug(`Reconciling ${resourceName(this.#resource)} with ${handler.id}.`);
 
-    const resync = handler.resync
-      ? setInterval(() => {
-        for (const informer of this.#parents) {
-          for (const object of informer.list()) {
-            enqueue({ namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" });
-          }
+    this.#enqueueAll = (shards) => {
+      for (const informer of this.#parents) {
+        for (const object of informer.list()) {
+          if (!this.#served(object, shards)) continue;
+          enqueue({ namespace: object.metadata?.namespace, name: object.metadata?.name ?? "" });
         }
-      }, handler.resync * 1000)
+      }
+    };
+    const resync = handler.resync
+      ? setInterval(() => this.#enqueueAll?.(this.#shards), handler.resync * 1000)
       : undefined;
     try {
-      await this.#queue.run((key, workerSignal) => this.#reconcile(key, workerSignal), {
+      await this.#queue.run((key, workerSignal) => this.#tracked(key, workerSignal), {
         concurrency: handler.concurrency,
         signal,
         graceMs: this.#deps.settings.process.gracePeriod * 1000,
       });
     } finally {
       clearInterval(resync);
+    }
+  }
+
+  /**
+   * Sharded replicas: from now on only the objects of these shards. The objects of shards that
+   * came are enqueued (while another replica held them, their events were skipped here).
+   */
+  async serveShards(shards: ReadonlySet<number>): Promise<void> {
+    const before = this.#shards;
+    this.#shards = new Set(shards);
+    const came = new Set([...shards].filter((shard) => !before.has(shard)));
+    if (came.size) this.#enqueueAll?.(came);
+    const dropped = new Set([...before].filter((shard) => !shards.has(shard)));
+    if (!dropped.size || !this.#running.size) return;
+    const leaving = [...this.#running].filter(([key]) => {
+      const body = this.#bodyOf(key);
+      return !body || this.#served(body, dropped);
+    }).map(([, running]) => running);
+    const grace = this.#deps.settings.process.gracePeriod * 1000;
+    await Promise.race([Promise.all(leaving), sleep(grace, this.#deps.signal).catch(() => {})]);
+  }
+
+  /** Whether this replica reconciles the object (its shard is among these; no sharding: all). */
+  #served(body: KubeObject, shards: ReadonlySet<number> = this.#shards): boolean {
+    const space = this.#deps.sharding;
+    if (!space) return true;
+    const key = effectiveShardKey(space.key, this.#resource.namespaced);
+    return shards.has(shardOfObject(body, key, space.count));
+  }
+
+  #bodyOf(key: string): KubeObject | undefined {
+    if (!this.#resource) return undefined;
+    const slash = key.indexOf("/");
+    return this.#cache.get(this.#resource, key.slice(slash + 1), {
+      namespace: key.slice(0, slash) || undefined,
+    });
+  }
+
+  /** One reconcile, known while it runs (registered before its shard is checked). */
+  async #tracked(key: string, workerSignal: AbortSignal): Promise<void> {
+    const running = this.#reconcile(key, workerSignal);
+    this.#running.set(key, running.catch(() => {}));
+    try {
+      await running;
+    } finally {
+      this.#running.delete(key);
     }
   }
 
@@ -275,8 +346,8 @@ class ReconcileController {
     const namespace = key.slice(0, slash) || undefined;
     const name = key.slice(slash + 1);
     let body = this.#cache.get(this.#resource, name, { namespace });
-    if (!body) {
-      this.#queue.forget(key);
+    if (!body || !this.#served(body)) {
+      this.#queue.forget(key); // gone, or another replica's: its holder reconciles it
       return;
     }
     const logger = this.#deps.logger.forObject(body);

@@ -330,12 +330,31 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             ...(sharding ? { sharding: sharding.space } : {}),
           });
           current = orchestrator;
+          // Level-based reconcile handlers run beside the reactor, over their own informer cache.
+          const reconcilers = registry.reconcilers().length
+            ? new ReconcileControllers({
+              client,
+              registrations: registry.reconcilers(),
+              settings,
+              logger,
+              memo,
+              namespaces,
+              clusterwide,
+              indices: orchestrator.indices,
+              ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
+              ...(sharding ? { sharding: sharding.space } : {}),
+              signal,
+            })
+            : undefined;
           if (sharding) {
             coordinator = new ShardCoordinator({
               ...sharding.deps,
               serve: (shards) => {
                 observer?.state("shards_owned", shards.size, { name: settings.sharding.name });
-                return orchestrator.serveShards(shards);
+                return Promise.all([
+                  orchestrator.serveShards(shards),
+                  reconcilers?.serveShards(shards),
+                ]).then(() => {});
               },
               signal,
             });
@@ -360,21 +379,6 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               cause: error,
             });
           });
-          // Level-based reconcile handlers run beside the reactor, over their own informer cache.
-          const reconcilers = registry.reconcilers().length
-            ? new ReconcileControllers({
-              client,
-              registrations: registry.reconcilers(),
-              settings,
-              logger,
-              memo,
-              namespaces,
-              clusterwide,
-              indices: orchestrator.indices,
-              ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
-              signal,
-            })
-            : undefined;
           const running = withPoster(
             poster,
             () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
