@@ -39,6 +39,23 @@ export const KOPFEXAMPLES: Resource = {
   preferred: true,
 };
 
+/** Kopf's default finalizer. */
+export const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+
+/** A KopfExample object (crds/example.yaml) with the given spec and labels. */
+export function kex(
+  name: string,
+  spec: Record<string, unknown> = {},
+  labels?: Record<string, string>,
+): KubeObject {
+  return {
+    apiVersion: "kopf.dev/v1",
+    kind: "KopfExample",
+    metadata: labels ? { name, labels } : { name },
+    spec,
+  };
+}
+
 function core(plural: string, kind: string, namespaced: boolean): Resource {
   return {
     group: "",

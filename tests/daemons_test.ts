@@ -5,12 +5,18 @@
  */
 
 import assert from "node:assert/strict";
-import { daemon, timer } from "../core/api/spawning.ts";
+import { PermanentError, TemporaryError } from "../core/actions/execution.ts";
+import { on } from "../core/api/on.ts";
+import { daemon, type DaemonOptions, timer } from "../core/api/spawning.ts";
+import type { SpawnedContext } from "../core/engines/daemons.ts";
+import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { DaemonStoppingReason } from "../mod.ts";
 import {
   applyCrds,
   eventually,
+  FINALIZER,
+  kex,
   KOPFEXAMPLES,
   sleep,
   testClient,
@@ -19,12 +25,6 @@ import {
 import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
-
-function kex(name: string, spec: Record<string, unknown> = {}) {
-  return { apiVersion: "kopf.dev/v1", kind: "KopfExample", metadata: { name }, spec };
-}
-
 Deno.test(
   "a daemon runs per object with a live body and stops on deletion, holding the finalizer (HK-DMN-01, 13, 14)",
   opts,
@@ -292,5 +292,185 @@ Deno.test(
     assert.deepEqual(seen("polite"), ["operator-exiting", "daemon-cancelled", "done"]);
     assert.deepEqual(seen("stubborn"), ["operator-exiting", "daemon-cancelled", "done"]);
     assert.deepEqual(seen("hung"), ["operator-exiting", "daemon-cancelled", "daemon-abandoned"]);
+  },
+);
+
+Deno.test(
+  "daemons: initialDelay, restarts after TemporaryError delays (none: at once), retries and timeout limits, PermanentError, filters, one instance at a time, the order with changing handlers (HK-DMN-10, 12, 16, 17, 18, 21; OPT-15)",
+  opts,
+  async (t) => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("daemon-cases");
+    /** Per case: the starts (ms), retries and stop reasons of its runs, and how many at once. */
+    const cases = new Map<
+      string,
+      { starts: number[]; retries: number[]; exits: number[]; reasons: unknown[]; most: number }
+    >();
+    const of = (name: string) => {
+      if (!cases.has(name)) {
+        cases.set(name, { starts: [], retries: [], exits: [], reasons: [], most: 0 });
+      }
+      return cases.get(name)!;
+    };
+    let running = 0;
+    /** A daemon serving the objects labelled `<name>: "y"`, recording its runs. */
+    const watched = (
+      registry: OperatorRegistry,
+      name: string,
+      options: DaemonOptions,
+      body: (ctx: SpawnedContext) => unknown,
+    ) =>
+      daemon("kopfexamples", { ...options, registry, id: name, labels: { [name]: "y" } }, async (
+        ctx,
+      ) => {
+        const c = of(name);
+        c.starts.push(Date.now());
+        c.retries.push(ctx.retry);
+        if (name === "filtered") c.most = Math.max(c.most, ++running);
+        try {
+          return await body(ctx);
+        } finally {
+          if (name === "filtered") running--;
+          c.exits.push(Date.now());
+          c.reasons.push(ctx.stopped.reason);
+        }
+      });
+    const untilStopped = ({ stopped }: SpawnedContext) =>
+      new Promise((resolve) => stopped.addEventListener("abort", resolve, { once: true }));
+    const guard = {
+      stopped: undefined as AbortSignal | undefined,
+      createdSawDaemon: false,
+      deleteSawStopped: false,
+      deleteSawExited: true,
+    };
+    let stopping = 0;
+    await using op = await startOperator((registry) => {
+      watched(registry, "late", { initialDelay: 1 }, untilStopped);
+      watched(registry, "instant", {}, async (ctx) => {
+        if (ctx.retry === 0) throw new TemporaryError("at once", { delay: null });
+        if (ctx.retry === 1) throw new TemporaryError("soon", { delay: 0.5 });
+        await untilStopped(ctx);
+      });
+      watched(registry, "failing", { retries: 2, backoff: 0.2 }, () => {
+        throw new Error("boom");
+      });
+      watched(registry, "permanent", {}, () => {
+        throw new PermanentError("never again");
+      });
+      watched(registry, "timed", { timeout: 0.6 }, () => {
+        throw new TemporaryError("not yet", { delay: 0.25 });
+      });
+      // Ignores `stopped` for 0.8 s: it is still exiting when it matches again.
+      watched(registry, "filtered", { cancellationPolling: 0.2 }, async (ctx) => {
+        await untilStopped(ctx);
+        stopping++;
+        await sleep(800);
+      });
+      watched(registry, "guard", {}, async (ctx) => {
+        guard.stopped = ctx.stopped;
+        await untilStopped(ctx);
+        await sleep(800);
+      });
+      on.create("kopfexamples", { registry, labels: { guard: "y" } }, function hello() {
+        guard.createdSawDaemon = of("guard").starts.length === 1;
+      });
+      on.delete("kopfexamples", { registry, labels: { guard: "y" } }, function farewell() {
+        const c = of("guard");
+        guard.deleteSawStopped = guard.stopped?.aborted === true;
+        guard.deleteSawExited = c.exits.length > 0;
+      });
+    }, { namespaces: [namespace], settings: createSettings({ posting: { enabled: false } }) });
+    await op.ready;
+
+    const created = new Map<string, number>();
+    for (const name of ["late", "instant", "failing", "permanent", "timed", "filtered", "guard"]) {
+      created.set(name, Date.now());
+      await client.api.create(KOPFEXAMPLES, kex(name, { v: 1 }, { [name]: "y" }), { namespace });
+    }
+    // Deleted during its initial delay: the daemon never runs, the deletion is not held up.
+    await client.api.create(KOPFEXAMPLES, kex("late2", {}, { late: "y" }), { namespace });
+    await client.api.delete(KOPFEXAMPLES, "late2", { namespace });
+    const change = (name: string) =>
+      client.api.patch(KOPFEXAMPLES, name, { spec: { v: 2 } }, { namespace });
+    const gone = (name: string) =>
+      eventually(
+        async () => {
+          try {
+            await client.api.get(KOPFEXAMPLES, name, { namespace });
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        15_000,
+        `${name} to be gone`,
+      );
+
+    await t.step("initialDelay postpones the daemon (HK-DMN-10, OPT-15)", async () => {
+      await eventually(() => of("late").starts.length === 1, 15_000);
+      const after = of("late").starts[0]! - created.get("late")!;
+      assert.ok(after >= 1_000 - 20, `started ${after} ms after creation`);
+      await gone("late2");
+      assert.equal(of("late").starts.length, 1, "not for the object deleted while waiting");
+    });
+
+    await t.step("TemporaryError restarts after its delay; none: at once (HK-DMN-12)", async () => {
+      await eventually(() => of("instant").starts.length === 3, 15_000);
+      const [s0, s1, s2] = of("instant").starts as [number, number, number];
+      assert.ok(s1 - s0 < 5_000, `delay=null: restarted after ${s1 - s0} ms, not 60 s`);
+      assert.ok(s2 - s1 >= 500 - 20, `delay=0.5: restarted after ${s2 - s1} ms`);
+      assert.deepEqual(of("instant").retries, [0, 1, 2]);
+    });
+
+    await t.step(
+      "retries, timeout and PermanentError end a daemon for good (HK-DMN-16)",
+      async () => {
+        // Kopf 1.45's look-ahead: the last allowed attempt's failure ends the daemon at once.
+        await op.waitForLog(/Handler 'failing' .*would exceed 2 retries on the next attempt/);
+        await op.waitForLog(/Handler 'timed' (has timed out|.*will time out after 0\.6 seconds)/);
+        await op.waitForLog(/Handler 'permanent' failed permanently: never again/);
+        const counts = () => ["failing", "timed", "permanent"].map((n) => of(n).starts.length);
+        const before = counts();
+        assert.equal(before[0], 2, "retries=2: two attempts");
+        assert.equal(before[2], 1, "a permanent error: one attempt");
+        await Promise.all(["failing", "timed", "permanent"].map(change));
+        await sleep(1_000);
+        assert.deepEqual(counts(), before, "not restarted, not even by a change");
+      },
+    );
+
+    await t.step(
+      "filters stop a daemon and start it again; a stopping one still counts (HK-DMN-17, 18)",
+      async () => {
+        const label = (value: string | null) =>
+          client.api.patch(KOPFEXAMPLES, "filtered", {
+            metadata: { labels: { filtered: value } },
+          }, { namespace });
+        await eventually(() => of("filtered").starts.length === 1, 15_000);
+        await label(null);
+        await eventually(() => stopping === 1, 15_000, "the first one to be stopping");
+        await label("y"); // matches again while the first one is still exiting
+        await eventually(() => of("filtered").exits.length === 1, 15_000, "the first exit");
+        assert.deepEqual(of("filtered").reasons, ["filters-mismatch"]);
+        await change("filtered");
+        await eventually(() => of("filtered").starts.length === 2, 15_000, "a new instance");
+        assert.ok(of("filtered").starts[1]! >= of("filtered").exits[0]!, "after the exit");
+        assert.equal(of("filtered").most, 1, "never two at once");
+      },
+    );
+
+    await t.step(
+      "daemons start before the changing handlers; on deletion they are stopped first and awaited (HK-DMN-21)",
+      async () => {
+        await eventually(() => guard.createdSawDaemon, 15_000, "the create handler");
+        await client.api.delete(KOPFEXAMPLES, "guard", { namespace });
+        await gone("guard");
+        const c = of("guard");
+        assert.deepEqual(c.reasons, ["resource-deleted"]);
+        assert.equal(guard.deleteSawStopped, true, "the stop was requested before");
+        assert.equal(guard.deleteSawExited, false, "the delete handler ran while it exited");
+      },
+    );
   },
 );

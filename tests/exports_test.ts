@@ -43,3 +43,55 @@ Deno.test("mod.ts exports LoginError, an Error with its own name (ERR-11, API-11
   assert.ok(error instanceof Error);
   assert.equal(error.name, "LoginError");
 });
+
+Deno.test("mod.ts exports Kopf's public classes, functions and types: memo, indices, reasons, patches, resources, settings and storages, events, object references, webhook servers and their protocol (API-06, 07, 09, 12, 15, 17; WH-15, 16, 37; LOG-13)", async () => {
+  const kopf = await import("../mod.ts");
+  for (
+    const name of [
+      "Index",
+      "Store",
+      "Patch",
+      "DaemonStoppingReason",
+      "createSettings",
+      "AnnotationsProgressStorage",
+      "StatusProgressStorage",
+      "AnnotationsDiffBaseStorage",
+      "event",
+      "info",
+      "warn",
+      "exception",
+      "buildObjectReference",
+      "WebhookServer",
+      "WebhookK3dServer",
+      "WebhookMinikubeServer",
+    ]
+  ) {
+    assert.ok(name in kopf, `mod.ts exports ${name}`);
+  }
+  // The webhook servers' host names are Kopf's.
+  const k3d = new kopf.WebhookK3dServer({ insecure: true });
+  const minikube = new kopf.WebhookMinikubeServer({ insecure: true });
+  assert.equal(k3d.host, "host.k3d.internal");
+  assert.equal(minikube.host, "host.minikube.internal");
+  // An object reference of a cluster-scoped object has no namespace (LOG-13).
+  const ref = kopf.buildObjectReference({
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: "n", uid: "u" },
+  });
+  assert.deepEqual(ref, { apiVersion: "v1", kind: "Namespace", name: "n", uid: "u" });
+});
+
+// Types only: this file does not type-check when one is missing from mod.ts.
+type _Types = [
+  import("../mod.ts").Memo,
+  import("../mod.ts").OperatorSettings,
+  import("../mod.ts").StoppingReason,
+  import("../mod.ts").Reason,
+  import("../mod.ts").ObjectRef,
+  import("../mod.ts").OwnerReference,
+  import("../mod.ts").Resource,
+  import("../mod.ts").UserInfo,
+  import("../mod.ts").WebhookFn,
+  import("../mod.ts").WebhookServerProtocol,
+];

@@ -282,7 +282,16 @@ export async function processEvent(
 
   if (state.allFinished(ids)) {
     const { succeeded, failed } = state.counts(ids);
-    logger.info(`${VERBS[reason][0]} is processed: ${succeeded} succeeded; ${failed} failed.`);
+    if (chosen.length) {
+      logger.info(`${VERBS[reason][0]} is processed: ${succeeded} succeeded; ${failed} failed.`);
+    }
+    if (reason === "delete" && spawner?.holding) {
+      // Daemons still exiting hold the object: the finished records stay until they exited, so
+      // that the cycle their exit wakes up releases the object without running the handlers
+      // again (the records go with the object).
+      state.store(settings.progressStorage, body, patch);
+      return failedIf(anyFailed, await finish(deps, body, patch, undefined));
+    }
     for (const id of ids) state.purge(id);
     state.store(settings.progressStorage, body, patch);
     completeCause(spawner, deps, cause, body, patch, logger, essence);
