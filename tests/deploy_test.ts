@@ -269,12 +269,13 @@ async function runAsPod(
   let liveness = "";
   const args = container.args.map((arg) => {
     const expanded = arg.replaceAll("$(POD_NAMESPACE)", namespace);
-    if (!expanded.startsWith("--liveness=")) return expanded;
-    const url = new URL(expanded.slice("--liveness=".length));
+    const option = ["--liveness=", "--metrics="].find((o) => expanded.startsWith(o));
+    if (!option) return expanded;
+    const url = new URL(expanded.slice(option.length));
     url.hostname = "127.0.0.1";
-    url.port = String(port);
-    liveness = url.href;
-    return `--liveness=${url.href}`;
+    url.port = String(port); // both on one server, as in the Pod
+    if (option === "--liveness=") liveness = url.href;
+    return `${option}${url.href}`;
   });
   assert.ok(liveness, `no --liveness in the container's arguments: ${container.args}`);
   // The second file turns on settings.posting.loggers (off by default, as in Kopf 1.44+), so that
