@@ -46,6 +46,12 @@ export {
   type TypedShape,
 } from "./core/structs/typed.ts";
 export { type TypedResource, typedResource } from "./core/intents/typed_resources.ts";
+export {
+  type DeclaredPermission,
+  declarePermissions,
+  type DeclarePermissionsOptions,
+  type RbacVerb,
+} from "./core/api/permissions.ts";
 export type { FieldContext, OldNewOf } from "./core/intents/contexts.ts";
 export { event, type EventMessage, exception, info, warn } from "./core/api/events.ts";
 export { configureLogging, type LogFormat, type LoggingOptions } from "./core/api/logging.ts";

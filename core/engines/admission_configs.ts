@@ -196,6 +196,8 @@ export async function manageConfigurations(deps: ManageConfigurationsDeps): Prom
     const config = current;
     chain = chain.then(() => applyAll(deps, managed, config, persistentOnly, logger, signal))
       .catch((error) => {
+        // Stopping while writing them: not a failure; the clean-up below writes them again.
+        if (signal.aborted) return;
         logger.error(`Cannot configure the webhooks in ${managed}: ${error}`);
         failure ??= error;
       });

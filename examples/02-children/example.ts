@@ -18,10 +18,13 @@
  *   kubectl delete -f examples/obj.yaml
  *   kubectl get pod -l somelabel=somevalue       # gone soon (garbage-collected)
  */
-import { KubeClient, type KubeObject, on } from "../../mod.ts";
+import { declarePermissions, KubeClient, type KubeObject, on } from "../../mod.ts";
 import { adopt } from "../../kits/hierarchies.ts";
 
 const PODS = { group: "", version: "v1", plural: "pods", namespaced: true };
+
+// For `kopf generate rbac`: the handler creates Pods itself (the framework cannot see that).
+declarePermissions(["", "v1", "pods"], ["create"], { reason: "children Pods of kopfexamples" });
 
 on.create("kopfexamples", async function create_fn({ spec, body }) {
   // The child as it would be written in YAML, with some values taken from the parent's spec.

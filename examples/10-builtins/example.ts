@@ -13,10 +13,19 @@
  *   deno run -A cli.ts run examples/10-builtins/example.ts --verbose
  *   kubectl run kopf-pod --image=busybox -- sleep 1
  */
-import { type ChangingContext, KubeClient, type Logger, on } from "../../mod.ts";
+import {
+  type ChangingContext,
+  declarePermissions,
+  KubeClient,
+  type Logger,
+  on,
+} from "../../mod.ts";
 
 const PODS = { group: "", version: "v1", plural: "pods", namespaced: true };
 const KILL_DELAY = Number(Deno.env.get("POD_KILL_DELAY") || 30);
+
+// For `kopf generate rbac`: the background kill deletes Pods itself.
+declarePermissions(["", "v1", "pods"], ["delete"], { reason: "the Pod killer" });
 
 /** The pending kills: `namespace/name` → a controller that cancels the kill. */
 const tasks = new Map<string, AbortController>();

@@ -14,10 +14,20 @@
  *   kubectl apply -f crds/example.yaml
  *   deno run -A examples/12-embedded/example.ts
  */
-import { ApiError, configureLogging, KubeClient, on, start } from "../../mod.ts";
+import {
+  ApiError,
+  configureLogging,
+  declarePermissions,
+  KubeClient,
+  on,
+  start,
+} from "../../mod.ts";
 
 const KOPFEXAMPLES = { group: "kopf.dev", version: "v1", plural: "kopfexamples", namespaced: true };
 const NAMESPACE = Deno.env.get("EXAMPLE_NAMESPACE") || "default";
+
+// For `kopf generate rbac`: the app itself creates and deletes the objects.
+declarePermissions(KOPFEXAMPLES, ["create", "delete"], { reason: "the app's main activity" });
 
 on.create("kopfexamples", function create_fn() {});
 

@@ -24,9 +24,14 @@
  */
 import { parse as parseYaml } from "yaml";
 import { adopt } from "../../kits/hierarchies.ts";
-import { KubeClient, type KubeObject, on, PermanentError } from "../../mod.ts";
+import { declarePermissions, KubeClient, type KubeObject, on, PermanentError } from "../../mod.ts";
 
 const PVCS = { group: "", version: "v1", plural: "persistentvolumeclaims", namespaced: true };
+
+// For `kopf generate rbac`: the handlers create and patch the PVCs themselves.
+declarePermissions(["", "v1", "persistentvolumeclaims"], ["create", "patch"], {
+  reason: "the PVCs of ephemeralvolumeclaims",
+});
 
 /** The EVC's spec and the part of its status this operator writes. */
 interface EvcSpec {

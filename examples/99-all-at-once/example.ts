@@ -30,9 +30,20 @@
  *   kubectl delete -f examples/obj.yaml
  */
 import { adopt, label } from "../../kits/hierarchies.ts";
-import { event, info, KubeClient, type KubeObject, on, TemporaryError } from "../../mod.ts";
+import {
+  declarePermissions,
+  event,
+  info,
+  KubeClient,
+  type KubeObject,
+  on,
+  TemporaryError,
+} from "../../mod.ts";
 
 const PODS = { group: "", version: "v1", plural: "pods", namespaced: true };
+
+// For `kopf generate rbac`: the handler creates the child Pod itself.
+declarePermissions(["", "v1", "pods"], ["create"], { reason: "children Pods of kopfexamples" });
 
 on.startup(async function startup_fn_simple({ logger }) {
   logger.info("Starting in 1s...");

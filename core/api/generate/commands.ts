@@ -67,6 +67,10 @@ export async function tooling(
         return what ? 0 : 1;
       }
       if (what === "types") return await generateTypesCommand(rest, io);
+      if (what === "rbac") {
+        const { rbacCommand } = await import("./rbac_command.ts");
+        return await rbacCommand(rest, io);
+      }
       throw new UsageError(`Unknown generator '${what}'; use types or rbac`);
     }
     throw new UsageError(`kopf ${command} is not available yet`);
