@@ -143,9 +143,15 @@ export class Emulator implements AsyncDisposable {
       material ? { cert: material.certPem, key: material.keyPem } : undefined,
     );
     const server = `${tls ? "https" : "http"}://127.0.0.1:${front.port}`;
+    // The kubeconfig holds the token: private to this user (a 0700 directory, a 0600 file),
+    // whatever the umask, as kubectl and ssh expect of credentials.
     const dir = await Deno.makeTempDir({ prefix: "kopf-emulator-" });
+    await Deno.chmod(dir, 0o700);
     const kubeconfigPath = `${dir}/kubeconfig`;
-    await Deno.writeTextFile(kubeconfigPath, kubeconfig(server, token, material?.caPem));
+    await Deno.writeTextFile(kubeconfigPath, kubeconfig(server, token, material?.caPem), {
+      mode: 0o600,
+    });
+    await Deno.chmod(kubeconfigPath, 0o600);
     return new Emulator({
       server,
       caPem: material?.caPem ?? "",
