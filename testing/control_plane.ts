@@ -236,6 +236,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
   #stopping: Promise<void> | undefined;
   #finalLogs: string | undefined;
   #stopped = false;
+  #startApiServer: ((deadline: number) => Promise<void>) | undefined;
 
   private constructor(dir: string, runDir: string, options: ControlPlaneOptions) {
     this.#dir = dir;
@@ -520,15 +521,11 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
           ...(withKcm ? [] : ["--disable-admission-plugins=ServiceAccount"]),
           ...(this.#options.apiServerArgs ?? []),
         ];
-        await this.#spawn("kube-apiserver", `${binDir}/kube-apiserver`, args);
-        await waitUntil("kube-apiserver /readyz", deadline, signal, this.#components, async () => {
-          const response = await fetch(`${this.#server}/readyz`, {
-            client: http,
-            headers: { authorization: `Bearer ${token}` },
-            signal: AbortSignal.timeout(5_000),
-          });
-          return response.ok && (await response.text()).trim() === "ok";
-        });
+        this.#startApiServer = async (until: number) => {
+          await this.#spawn("kube-apiserver", `${binDir}/kube-apiserver`, args);
+          await this.#waitForApiServer(until);
+        };
+        await this.#startApiServer(deadline);
       });
 
       await Deno.writeTextFile(this.kubeconfigPath, this.#kubeconfig(), secret);
@@ -684,6 +681,83 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
       `current-context: ${CONTEXT}`,
       "",
     ].join("\n");
+  }
+
+  async #waitForApiServer(deadline: number): Promise<void> {
+    const http = Deno.createHttpClient({ caCerts: [this.#creds().caPem] });
+    try {
+      await waitUntil(
+        "kube-apiserver /readyz",
+        deadline,
+        this.#options.signal,
+        this.#components.filter((c) => !c.status),
+        async () => {
+          const response = await fetch(`${this.#server}/readyz`, {
+            client: http,
+            headers: { authorization: `Bearer ${this.#creds().adminToken}` },
+            signal: AbortSignal.timeout(5_000),
+          });
+          return response.ok && (await response.text()).trim() === "ok";
+        },
+      );
+    } finally {
+      http.close();
+    }
+  }
+
+  /**
+   * Sends a signal to a running component, for fault tests: `SIGSTOP` freezes kube-apiserver
+   * (connections stay open, nothing answers) until `SIGCONT`. Use a plane of the test's own
+   * for this, never one shared with other tests.
+   *
+   * @param component Which process.
+   * @param signal The signal.
+   * @example
+   * ```ts
+   * import { ControlPlane } from "./control_plane.ts";
+   *
+   * await using plane = await ControlPlane.start({ controllerManager: false });
+   * plane.signal("kube-apiserver", "SIGSTOP");
+   * plane.signal("kube-apiserver", "SIGCONT");
+   * ```
+   */
+  signal(
+    component: "etcd" | "kube-apiserver" | "kube-controller-manager",
+    signal: Deno.Signal,
+  ): void {
+    const running = this.#components.filter((c) => c.name === component && !c.status);
+    if (running.length === 0) throw new Error(`${component} is not running`);
+    for (const c of running) c.child.kill(signal);
+  }
+
+  /**
+   * Kills kube-apiserver (SIGKILL: no graceful shutdown, every connection drops), waits
+   * `downtimeMs`, and starts it again with the same flags on the same port; etcd keeps all data.
+   * Resolves when it is ready again. For fault tests on a plane of their own.
+   *
+   * @param options How long it stays down, and how long the restart may take.
+   * @example
+   * ```ts
+   * import { ControlPlane } from "./control_plane.ts";
+   *
+   * await using plane = await ControlPlane.start({ controllerManager: false });
+   * await plane.restartApiServer({ downtimeMs: 1_000 });
+   * ```
+   */
+  async restartApiServer(
+    options: { downtimeMs?: number; timeoutMs?: number } = {},
+  ): Promise<void> {
+    const start = this.#startApiServer;
+    if (!start) throw new Error("the control plane has not started yet");
+    const old = this.#components.filter((c) => c.name === "kube-apiserver");
+    for (const component of old) {
+      trySignal(component.child, "SIGCONT"); // a frozen process cannot die until it runs
+      trySignal(component.child, "SIGKILL");
+      await exitsWithin(component.exited, 10_000);
+      this.#components.splice(this.#components.indexOf(component), 1);
+    }
+    await sleep(options.downtimeMs ?? 0, this.#options.signal);
+    await start(Date.now() + (options.timeoutMs ?? 60_000));
   }
 
   async #teardown(): Promise<void> {

@@ -4,6 +4,7 @@
  */
 
 import assert from "node:assert/strict";
+import { main } from "../core/api/cli.ts";
 import { spawnOperator } from "./_operator.ts";
 import {
   applyCrds,
@@ -407,5 +408,43 @@ Deno.test(
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
+  },
+);
+
+Deno.test(
+  "a stop asked for at any point of the startup ends kopf run with 0, not with the stop's reason",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const namespace = await testNamespace("startstop");
+    const points = [
+      /Initial authentication has been initiated/,
+      /Initial authentication has finished/,
+      /Default peering object is not found/,
+    ];
+    const dir = await Deno.makeTempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    for (const [i, point] of points.entries()) {
+      // A module per run: this process's default registry keeps the handlers of earlier imports.
+      const handlers = `${dir}/handlers_${i}.ts`;
+      await Deno.writeTextFile(
+        handlers,
+        `import { on } from "${mod}";\non.create("kopfexamples", { id: "h${i}" }, () => {});\n`,
+      );
+      const controller = new AbortController();
+      const lines: string[] = [];
+      const code = await main(["run", handlers, "-n", namespace], {
+        kubeconfig: await kubeconfigPath(),
+        signal: controller.signal,
+        write: (line) => {
+          lines.push(line);
+          if (point.test(line)) controller.abort(new Error("Signal received"));
+        },
+      });
+      assert.ok(lines.some((l) => point.test(l)), `${point} was reached:\n${lines.join("\n")}`);
+      assert.equal(code, 0, `stopped at ${point}:\n${lines.join("\n")}`);
+    }
+    await Deno.remove(dir, { recursive: true });
   },
 );

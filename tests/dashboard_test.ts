@@ -124,49 +124,53 @@ Deno.test("deploy/grafana-dashboard.json: every expression parses and names only
   }
 });
 
-Deno.test("deploy/metrics.yaml: the Service is accepted by the API server and selects the Deployment's Pods and metrics port; the ServiceMonitor scrapes it (X-OBS-09)", async () => {
-  const docs = parseAllDocuments(await Deno.readTextFile("deploy/metrics.yaml"))
-    .map((d) => d.toJS() as KubeObject);
-  const service = docs.find((d) => d.kind === "Service")!;
-  const monitor = docs.find((d) => d.kind === "ServiceMonitor")!;
-  const [deployment] = parseAllDocuments(await Deno.readTextFile("deploy/deployment.yaml"))
-    .map((d) => d.toJS() as KubeObject);
-  const template = (deployment!.spec as {
-    template: {
-      metadata: { labels: Record<string, string> };
-      spec: {
-        containers: Array<
-          { args: string[]; ports: Array<{ name: string; containerPort: number }> }
-        >;
+Deno.test(
+  "deploy/metrics.yaml: the Service is accepted by the API server and selects the Deployment's Pods and metrics port; the ServiceMonitor scrapes it (X-OBS-09)",
+  opts,
+  async () => {
+    const docs = parseAllDocuments(await Deno.readTextFile("deploy/metrics.yaml"))
+      .map((d) => d.toJS() as KubeObject);
+    const service = docs.find((d) => d.kind === "Service")!;
+    const monitor = docs.find((d) => d.kind === "ServiceMonitor")!;
+    const [deployment] = parseAllDocuments(await Deno.readTextFile("deploy/deployment.yaml"))
+      .map((d) => d.toJS() as KubeObject);
+    const template = (deployment!.spec as {
+      template: {
+        metadata: { labels: Record<string, string> };
+        spec: {
+          containers: Array<
+            { args: string[]; ports: Array<{ name: string; containerPort: number }> }
+          >;
+        };
       };
+    }).template;
+    const spec = service.spec as {
+      selector: Record<string, string>;
+      ports: Array<{ name: string; port: number; targetPort: string }>;
     };
-  }).template;
-  const spec = service.spec as {
-    selector: Record<string, string>;
-    ports: Array<{ name: string; port: number; targetPort: string }>;
-  };
-  for (const [key, value] of Object.entries(spec.selector)) {
-    assert.equal(template.metadata.labels[key], value, `the selector matches the Pods: ${key}`);
-  }
-  const container = template.spec.containers[0]!;
-  const target = container.ports.find((p) => p.name === spec.ports[0]!.targetPort);
-  assert.ok(target, `the target port ${spec.ports[0]!.targetPort} is the container's`);
-  const metricsArg = container.args.find((a) => a.startsWith("--metrics="));
-  assert.ok(metricsArg, "the container serves metrics");
-  assert.equal(new URL(metricsArg.slice("--metrics=".length)).port, String(target.containerPort));
-  const endpoints = (monitor.spec as { endpoints: Array<{ port: string; path: string }> })
-    .endpoints;
-  assert.equal(endpoints[0]!.port, spec.ports[0]!.name);
-  assert.equal(endpoints[0]!.path, new URL(metricsArg.slice("--metrics=".length)).pathname);
+    for (const [key, value] of Object.entries(spec.selector)) {
+      assert.equal(template.metadata.labels[key], value, `the selector matches the Pods: ${key}`);
+    }
+    const container = template.spec.containers[0]!;
+    const target = container.ports.find((p) => p.name === spec.ports[0]!.targetPort);
+    assert.ok(target, `the target port ${spec.ports[0]!.targetPort} is the container's`);
+    const metricsArg = container.args.find((a) => a.startsWith("--metrics="));
+    assert.ok(metricsArg, "the container serves metrics");
+    assert.equal(new URL(metricsArg.slice("--metrics=".length)).port, String(target.containerPort));
+    const endpoints = (monitor.spec as { endpoints: Array<{ port: string; path: string }> })
+      .endpoints;
+    assert.equal(endpoints[0]!.port, spec.ports[0]!.name);
+    assert.equal(endpoints[0]!.path, new URL(metricsArg.slice("--metrics=".length)).pathname);
 
-  using client = await testClient();
-  const namespace = await testNamespace("metrics-svc");
-  const response = await client.http.send({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/services`,
-    query: { dryRun: "All" },
-    body: service,
-  });
-  assert.equal(response.status, 201);
-  await response.body?.cancel();
-});
+    using client = await testClient();
+    const namespace = await testNamespace("metrics-svc");
+    const response = await client.http.send({
+      method: "POST",
+      path: `/api/v1/namespaces/${namespace}/services`,
+      query: { dryRun: "All" },
+      body: service,
+    });
+    assert.equal(response.status, 201);
+    await response.body?.cancel();
+  },
+);

@@ -167,7 +167,13 @@ Deno.test(
       return r.status === 200 ? r : undefined;
     });
     assert.equal(health.status, 200);
-    const x = await scrape(`http://127.0.0.1:${port}/metrics`);
+    // The liveness probe may answer before the first list: scrape until the watch is up.
+    const x = await eventually(async () => {
+      const s = await scrape(`http://127.0.0.1:${port}/metrics`);
+      const up = s.value("kopf_watch_streams", { resource: RESOURCE }) === 1 &&
+        s.value("rest_client_requests_total", { verb: "list" }) >= 1;
+      return up ? s : undefined;
+    });
     assert.equal(await validateExposition(x.text).then(() => true), true);
     assert.ok(x.has("rest_client_requests_total"));
     assert.ok(x.value("rest_client_requests_total", { verb: "list" }) >= 1);

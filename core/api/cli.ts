@@ -370,6 +370,9 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     controller.abort(new Error("Signal received"));
     ultimate = armUltimateExit(settings); // if the graceful exit hangs, exit anyway
   };
+  const stop = options.signal
+    ? AbortSignal.any([options.signal, controller.signal])
+    : controller.signal;
   const listening: Deno.Signal[] = options.signal
     ? []
     : Deno.build.os === "windows"
@@ -392,13 +395,17 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
         ? { kubeconfig: (o.kubeconfig ?? options.kubeconfig)! }
         : {}),
       ...(o.context ? { context: o.context } : {}),
-      signal: options.signal
-        ? AbortSignal.any([options.signal, controller.signal])
-        : controller.signal,
+      signal: stop,
       ...(options.onReady ? { onReady: options.onReady } : {}),
     });
     return 0;
   } catch (error) {
+    // A signal during the startup (before every stream runs) ends a step with the stop's own
+    // reason: the stop was asked for and done, not a failure.
+    const stopped = stop.aborted &&
+      (error === stop.reason ||
+        (error instanceof DOMException && error.name === "AbortError"));
+    if (stopped) return 0;
     if (
       error instanceof ConfigError || error instanceof OperatorStartError ||
       error instanceof ActivityError || error instanceof LoginError ||

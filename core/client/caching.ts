@@ -211,6 +211,7 @@ export class Informer {
         this.#isReady = true;
         this.#markReady();
       } else if (event.type === "error") onError?.(event.error);
+      else if (event.type === "skipped") onError?.(new Error(`ignored ${event.reason}`));
     };
     const stream = watcher(api, this.resource, {
       ...options,

@@ -173,7 +173,10 @@ export function transportErrorFrom(
   const text = error instanceof Error
     ? `${error.message} ${String(error.cause ?? "")}`
     : String(error);
-  if (/certificate|UnknownIssuer|tls|handshake|x509/i.test(text)) {
+  // A connection cut in the middle (a server killed or restarted) also names TLS ("peer closed
+  // connection without sending TLS close_notify"): that is a network failure, retried like any.
+  const cut = /close_notify|unexpected eof|connection reset|broken pipe/i.test(text);
+  if (!cut && /certificate|UnknownIssuer|tls|handshake|x509/i.test(text)) {
     return new TransportError(
       `Cannot verify the TLS certificate of ${request.server}: ${
         firstLine(text)

@@ -78,3 +78,17 @@ Deno.test("transportErrorFrom() explains certificate and connection failures in 
     /^Cannot reach the API server at https:\/\/127\.0\.0\.1:1: .*Connection refused/,
   );
 });
+
+Deno.test("transportErrorFrom(): a connection cut mid-request is a network failure (retried), though it names TLS", () => {
+  for (
+    const text of [
+      "peer closed connection without sending TLS close_notify: https://docs.rs/rustls/…#unexpected-eof",
+      "error reading a body from connection: unexpected EOF during TLS read",
+      "Connection reset by peer (os error 104)",
+    ]
+  ) {
+    const cut = transportErrorFrom(new TypeError(text), request, "kubeconfig /k");
+    assert.equal(cut.kind, "network", text);
+    assert.equal(isRetryable(cut), true, text);
+  }
+});

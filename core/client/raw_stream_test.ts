@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type ByteStream, rawRequest } from "./raw_stream.ts";
-import { readWatchEvents, WatchStalledError } from "./watching.ts";
+import { MalformedWatchLine, readWatchEvents, WatchStalledError } from "./watching.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -116,6 +116,7 @@ Deno.test(
     const seen: number[] = [];
     // A tiny buffer bound: reading pauses and resumes many times.
     for await (const event of readWatchEvents(response.body, 60_000, controller, 4096)) {
+      assert.ok(!(event instanceof MalformedWatchLine), "every line is JSON");
       seen.push((event.object as unknown as { n: number }).n);
       if (seen.length % 500 === 0) await new Promise((r) => setTimeout(r, 5));
     }

@@ -44,7 +44,44 @@ export type WatcherEvent =
     /** Why this watch request was opened (what ended the previous one). */
     readonly reason: WatchStartReason;
   }
-  | { readonly type: "error"; readonly error: Error; readonly retryInMs: number };
+  | { readonly type: "error"; readonly error: Error; readonly retryInMs: number }
+  /** A line of the stream that is not a usable event: ignored; the stream goes on. */
+  | { readonly type: "skipped"; readonly reason: string };
+
+/**
+ * A line of a watch stream that is not valid JSON. Only its length is kept: watch streams can
+ * carry secrets, which must not reach a log line.
+ */
+export class MalformedWatchLine {
+  /** @param length The line's length in characters. */
+  constructor(readonly length: number) {}
+}
+
+const EVENT_TYPES = new Set(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]);
+
+/**
+ * Why a line of a watch stream cannot be used (not JSON, an unknown type, no object, an object
+ * without a name), if it cannot.
+ */
+function malformation(event: RawWatchEvent | MalformedWatchLine): string | undefined {
+  if (event instanceof MalformedWatchLine) {
+    return `a line that is not JSON (${event.length} characters)`;
+  }
+  const raw = event as { type?: unknown; object?: unknown };
+  if (typeof raw.type !== "string" || !EVENT_TYPES.has(raw.type)) {
+    return `an event of unexpected type ${JSON.stringify(raw.type ?? null).slice(0, 40)}`;
+  }
+  const object = raw.object as KubeObject | undefined;
+  if (typeof object !== "object" || object === null || Array.isArray(object)) {
+    return `a ${raw.type} event without an object`;
+  }
+  if (raw.type === "ERROR" || raw.type === "BOOKMARK") return undefined;
+  const meta = object.metadata;
+  if (typeof meta !== "object" || meta === null || typeof meta.name !== "string" || !meta.name) {
+    return `a ${raw.type} event with an object without metadata.name`;
+  }
+  return undefined;
+}
 
 /**
  * Why a watch request was opened: the stream's first one (`initial`), after the previous one
@@ -169,14 +206,15 @@ function bytesOf(response: Response): ByteStream {
  * @param inactivityMs Silence after which `controller` is aborted with a {@link WatchStalledError}.
  * @param controller Aborts the underlying request.
  * @param maxBuffered Bytes of unparsed events held at most (see above).
- * @returns Parsed events until the stream ends.
+ * @returns Parsed events until the stream ends; a line that is not JSON as a
+ *   {@link MalformedWatchLine} (the stream goes on).
  */
 export async function* readWatchEvents(
   source: Response | ByteStream,
   inactivityMs: number,
   controller: AbortController,
   maxBuffered: number = WATCH_BUFFER_BYTES,
-): AsyncGenerator<RawWatchEvent> {
+): AsyncGenerator<RawWatchEvent | MalformedWatchLine> {
   const body = source instanceof Response ? bytesOf(source) : source;
   // One timer that re-checks the time of the last read when it fires, rather than one cleared
   // and set again per read (thousands per second under load).
@@ -251,7 +289,13 @@ export async function* readWatchEvents(
           resume();
           resume = undefined;
         }
-        yield JSON.parse(line) as RawWatchEvent;
+        let event: RawWatchEvent | MalformedWatchLine;
+        try {
+          event = JSON.parse(line) as RawWatchEvent;
+        } catch {
+          event = new MalformedWatchLine(line.length);
+        }
+        yield event;
         continue;
       }
       if (ended) {
@@ -367,8 +411,14 @@ export async function* watcher(
         yield { type: "connected", resourceVersion: resourceVersion ?? "", reason };
         reason = "end";
         try {
-          for await (const event of readWatchEvents(response, inactivityMs, controller)) {
+          for await (const line of readWatchEvents(response, inactivityMs, controller)) {
             failures = 0;
+            const problem = malformation(line);
+            if (problem) {
+              yield { type: "skipped", reason: problem };
+              continue;
+            }
+            const event = line as RawWatchEvent;
             const version = event.object?.metadata?.resourceVersion;
             if (streaming) {
               // Until the bookmark that ends them, the objects' own versions are not a position.

@@ -491,12 +491,13 @@ export class Orchestrator {
     const name = resourceName(resource);
     const all = this.#deps.registry.handlersFor(resource, selectors);
     const handlers = role === "process" ? { ...all, indexing: [] } : all;
-    // A released shard (or a stopping replica) stops its watch and starts no new cycle at once,
+    // A stopping operator (or a released shard) stops its watch and starts no new cycle at once,
     // but the cycles in flight may finish and persist their progress (within
-    // settings.queueing.exitTimeout) before their requests and handlers are aborted: the shard's
-    // next holder then repeats nothing.
+    // settings.queueing.exitTimeout) before their requests and handlers are aborted: the next
+    // start (or the shard's next holder) then repeats nothing. The fault suite found a handler
+    // whose result was lost to a stop right after it ran, and ran it again after the restart.
     const work = new AbortController();
-    const workSignal = role === "process" ? work.signal : signal;
+    const workSignal = role === "index" ? signal : work.signal;
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
       resource,
@@ -584,6 +585,12 @@ export class Orchestrator {
           if (other.type === "initDone" && this.#pendingListings.delete(key)) this.#checkReady();
           if (other.type === "error") {
             logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
+          }
+          if (other.type === "skipped") {
+            logger.warning(
+              `Watching ${resourceName(resource)}${where}: ignored ${other.reason}; ` +
+                "the stream goes on",
+            );
           }
           if (other.type === "connected") observer?.watchConnected(name, other.reason);
           if (other.type === "bookmark") observer?.watchEvent(name, "BOOKMARK");

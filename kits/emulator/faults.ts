@@ -98,6 +98,7 @@ export function matchesRequest(match: FaultMatch, info: RequestInfo): boolean {
 export class Faults {
   #rules: Rule[] = [];
   #resumeListeners = new Set<() => void>();
+  #lineListeners = new Set<[RequestInfo, (lines: string[]) => void]>();
   #dropAll: () => void;
 
   /**
@@ -147,6 +148,39 @@ export class Faults {
    */
   stallWatches(options: Pick<FaultOptions, "match"> = {}): Fault {
     return this.#add("stall", { match: { ...options.match, verb: "watch" } });
+  }
+
+  /**
+   * Writes raw lines into the matching watch streams open now, as if the API server had sent
+   * them: malformed JSON, events of unknown types, objects without metadata. Each line is sent
+   * as given, with a newline added.
+   *
+   * @param lines The raw lines.
+   * @param options Which watch streams (`times` is ignored).
+   * @returns How many streams received the lines.
+   */
+  injectWatchLines(lines: readonly string[], options: Pick<FaultOptions, "match"> = {}): number {
+    const match = { ...options.match, verb: "watch" };
+    let streams = 0;
+    for (const [info, deliver] of this.#lineListeners) {
+      if (!matchesRequest(match, info)) continue;
+      deliver(lines.map((line) => `${line}\n`));
+      streams++;
+    }
+    return streams;
+  }
+
+  /**
+   * Registers a watch stream for {@link Faults.injectWatchLines} (used by watch streams).
+   *
+   * @param info The watch request.
+   * @param deliver Writes raw lines into the stream.
+   * @returns A function that unregisters it.
+   */
+  onInjectedLines(info: RequestInfo, deliver: (lines: string[]) => void): () => void {
+    const entry: [RequestInfo, (lines: string[]) => void] = [info, deliver];
+    this.#lineListeners.add(entry);
+    return () => this.#lineListeners.delete(entry);
   }
 
   /** Closes every open client connection now (watch streams included). */

@@ -397,6 +397,7 @@ export function createHandler(options: RouterOptions): Handler {
       bookmarkIntervalMs: options.bookmarkIntervalMs,
       stalled: () => faults.stalled(route),
       onResume: (callback) => faults.onResume(callback),
+      onInjectedLines: (deliver) => faults.onInjectedLines(route, deliver),
     });
     return new Response(body, {
       status: 200,

@@ -52,6 +52,8 @@ export interface WatchControls {
   readonly stalled: () => boolean;
   /** Registers a callback for the end of stalls; returns an unregistering function. */
   readonly onResume: (callback: () => void) => () => void;
+  /** Registers the stream for injected raw lines; returns an unregistering function. */
+  readonly onInjectedLines?: (deliver: (lines: string[]) => void) => () => void;
 }
 
 const DEFAULT_TIMEOUT_SECONDS = 1800;
@@ -167,6 +169,12 @@ export function openWatch(
       }
       cleanups.push(cluster.store.subscribe(deliver));
       cleanups.push(controls.onResume(flush));
+      if (controls.onInjectedLines) {
+        cleanups.push(controls.onInjectedLines((lines) => {
+          pending.push(...lines);
+          flush();
+        }));
+      }
       const timeoutMs = (request.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
       const timers = [
         setTimeout(end, timeoutMs),
