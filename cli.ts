@@ -33,4 +33,22 @@ async function embedded(extra: readonly string[], write: (line: string) => void)
   return { kubeconfig: emulator.kubeconfigPath, stop: () => emulator.stop() };
 }
 
-if (import.meta.main) Deno.exit(await main(Deno.args, { embedded }));
+/**
+ * Runs the `kopf` command line with the given arguments, as `deno run -A cli.ts ARGS` does
+ * (with `--embedded` available). For a project's own command file.
+ *
+ * @example A project's `kopf.ts`
+ * ```ts ignore
+ * import { kopf } from "@kopf/ts/cli";
+ *
+ * Deno.exit(await kopf(Deno.args));
+ * ```
+ *
+ * @param args The command line, e.g. `["run", "handlers.ts", "-n", "default"]`.
+ * @returns The exit code.
+ */
+export function kopf(args: readonly string[]): Promise<number> {
+  return main(args, { embedded });
+}
+
+if (import.meta.main) Deno.exit(await kopf(Deno.args));

@@ -100,7 +100,7 @@ Deno.test("kopf generate types: bad input is one clear error line (X-TOOL-01)", 
     [["generate", "types"], /^error: Give CRD files, or --from-cluster/],
     [["generate", "types", "no-such.yaml"], /^error: Cannot read no-such\.yaml: /],
     [["generate", "types", here("../deploy/rbac.yaml")], /^error: No CustomResourceDefinition in /],
-    [["generate", "typez"], /^error: Unknown generator 'typez'; use types or rbac$/],
+    [["generate", "typez"], /^error: Unknown generator 'typez'; use types, builtins or rbac$/],
     [["generate", "types", "--bogus"], /^error: Unknown option '--bogus'.*kopf generate --help/],
   ];
   for (const [args, pattern] of cases) {

@@ -9,6 +9,10 @@
 import type { TYPED, TypedObject } from "../structs/typed.ts";
 import type { SelectorFields } from "./selectors.ts";
 
+// What generated type modules need besides the constants (`kits/builtins.ts` imports them here).
+export type { ObjectMeta } from "../structs/objects.ts";
+export type { TypedObject } from "../structs/typed.ts";
+
 /**
  * A resource selector (group, version, plural) that carries the type of its objects at the type
  * level. Any handler accepts it where it accepts a resource spec.

@@ -23,10 +23,13 @@ export interface ToolingIo {
 
 const GENERATE_USAGE = `Usage: kopf generate types [OPTIONS] CRD_FILES...
        kopf generate types --from-cluster [OPTIONS] [CRD_NAMES...]
+       kopf generate builtins [-o FILE] [--import SPECIFIER]
        kopf generate rbac [OPTIONS] [FILES]...
 
 types: TypeScript types and typed resource constants for custom resources, from the CRDs'
   openAPIV3Schema (files, or the cluster's CRDs: all, or those named like kopfexamples.kopf.dev).
+builtins: the types of Pod, Deployment, Service, ConfigMap, Secret, Job, Event, Lease and
+  Namespace (and typed resource constants) from the cluster's OpenAPI v3 documents.
 rbac: a ServiceAccount, roles and bindings for the operator made of the given handler files
   and modules (what it watches, patches, posts and peers), or --verify them in the cluster.
 
@@ -67,11 +70,23 @@ export async function tooling(
         return what ? 0 : 1;
       }
       if (what === "types") return await generateTypesCommand(rest, io);
+      if (what === "builtins") return await generateBuiltinsCommand(rest, io);
       if (what === "rbac") {
         const { rbacCommand } = await import("./rbac_command.ts");
         return await rbacCommand(rest, io);
       }
-      throw new UsageError(`Unknown generator '${what}'; use types or rbac`);
+      throw new UsageError(`Unknown generator '${what}'; use types, builtins or rbac`);
+    }
+    if (command === "init") {
+      const [{ initCommand }, { default: config }] = await Promise.all([
+        import("./init.ts"),
+        import("../../../deno.json", { with: { type: "json" } }),
+      ]);
+      return await initCommand(args, io, config.version);
+    }
+    if (command === "build") {
+      const { buildCommand } = await import("./build.ts");
+      return await buildCommand(args, io);
     }
     throw new UsageError(`kopf ${command} is not available yet`);
   } catch (error) {
@@ -125,6 +140,45 @@ async function generateTypesCommand(args: readonly string[], io: ToolingIo): Pro
   if (o.output) {
     await Deno.writeTextFile(o.output, text);
     io.print(`Wrote ${crds.length} CRD(s) as types to ${o.output}.`);
+  } else io.output(text);
+  return 0;
+}
+
+async function generateBuiltinsCommand(args: readonly string[], io: ToolingIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: {
+        output: { type: "string", short: "o" },
+        import: { type: "string" },
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${argsErrorMessage(error)} (see kopf generate --help)`);
+  }
+  const o = parsed.values;
+  const kubeconfig = o.kubeconfig ?? io.kubeconfig;
+  const { fetchSchemas, generateBuiltins } = await import("./builtins.ts");
+  using client = await KubeClient.connect({
+    ...(kubeconfig ? { kubeconfig } : {}),
+    ...(o.context ? { context: o.context } : {}),
+  });
+  const { schemas, version } = await fetchSchemas(client);
+  const text = await generateBuiltins(schemas, {
+    importFrom: o.import ?? "@kopf/ts",
+    kubernetes: version,
+    command: [
+      "kopf generate builtins",
+      ...(o.output ? ["-o", o.output] : []),
+      ...(o.import ? ["--import", o.import] : []),
+    ].join(" "),
+  });
+  if (o.output) {
+    await Deno.writeTextFile(o.output, text);
+    io.print(`Wrote the built-in kinds' types of Kubernetes ${version} to ${o.output}.`);
   } else io.output(text);
   return 0;
 }
