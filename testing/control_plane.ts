@@ -27,24 +27,44 @@
  * @module
  */
 
-import { parse as parseYaml } from "yaml";
 import {
   createCertificateAuthority,
   generateKeyPair,
   issueCertificate,
 } from "../kits/certificates.ts";
+import {
+  checkBinaries,
+  type Component,
+  type ComponentName,
+  COMPONENTS,
+  defaultBinDir,
+  exitsWithin,
+  freePorts,
+  killWatchdog,
+  makeWorkDir,
+  MARKER,
+  readText,
+  reapOrphanedRuns,
+  registerRun,
+  removeQuietly,
+  sleep,
+  spawnWatchdog,
+  terminate,
+  trySignal,
+  waitUntil,
+} from "./plane/processes.ts";
+import { base64, compactEtcd } from "./plane/etcd.ts";
+import { ExternalControlPlane } from "./plane/external.ts";
 
-/** The Kubernetes version that `tools/kube-binaries.sh` builds by default. */
-const DEFAULT_K8S_VERSION = "v1.36.3";
-/** The etcd version that `tools/kube-binaries.sh` builds by default. */
-const DEFAULT_ETCD_VERSION = "v3.6.16";
+export { compactEtcd } from "./plane/etcd.ts";
+export {
+  createTestNamespace,
+  deleteNamespace,
+  type DeleteNamespaceOptions,
+} from "./plane/namespaces.ts";
+
 /** Name of the cluster, user and context in the written kubeconfig. */
 const CONTEXT = "kopf-ts-test";
-/** A file that marks a directory as a control plane's own (the reaper removes only those). */
-const MARKER = ".kopf-ts-plane";
-const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
-type ComponentName = typeof COMPONENTS[number];
-
 /**
  * Options of {@link ControlPlane.start}.
  *
@@ -184,14 +204,6 @@ export interface SharedControlPlane extends ClusterAccess {
    * @returns The tails, one section per component.
    */
   logs(lines?: number): string;
-}
-
-interface Component {
-  readonly name: ComponentName;
-  readonly child: Deno.ChildProcess;
-  readonly logPath: string;
-  status: Deno.CommandStatus | undefined;
-  readonly exited: Promise<Deno.CommandStatus>;
 }
 
 interface Credentials {
@@ -843,359 +855,12 @@ function syncSignalListeners(): void {
 // ---------------------------------------------------------------------------------------------
 // Process helpers.
 
-function trySignal(child: Deno.ChildProcess, signal: Deno.Signal): void {
-  try {
-    child.kill(signal);
-  } catch { /* already exited */ }
-}
-
-async function terminate(component: Component, graceMs: number): Promise<void> {
-  if (component.status) return;
-  component.child.ref(); // keep the Deno process alive until the child is gone
-  trySignal(component.child, "SIGTERM");
-  if (await exitsWithin(component.exited, graceMs)) return;
-  trySignal(component.child, "SIGKILL");
-  await exitsWithin(component.exited, 10_000);
-}
-
-async function exitsWithin(exited: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([exited.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function killWatchdog(watchdog: Deno.ChildProcess | undefined): Promise<void> {
-  if (!watchdog) return;
-  watchdog.ref();
-  trySignal(watchdog, "SIGKILL");
-  await exitsWithin(watchdog.status, 5_000);
-}
-
-/**
- * A detached-enough shell (Linux only) that outlives a hard-killed Deno process and then kills
- * the recorded children (verifying that their command line mentions the working directory,
- * so that a recycled pid is never hit) and removes the directories.
- */
-async function spawnWatchdog(runDir: string, dir: string): Promise<Deno.ChildProcess | undefined> {
-  if (!(await exists("/proc/self/cmdline"))) return undefined;
-  const script = `
-    owner=$1 run=$2 data=$3
-    while kill -0 "$owner" 2>/dev/null; do sleep 1; done
-    ours() { [ -r "/proc/$1/cmdline" ] && tr '\\0' '\\n' <"/proc/$1/cmdline" | grep -qF -- "$data"; }
-    for sig in TERM KILL; do
-      for pid in $(cat "$run/children.pids" 2>/dev/null); do
-        ours "$pid" && kill -s "$sig" "$pid" 2>/dev/null
-      done
-      [ "$sig" = TERM ] && sleep 3
-    done
-    [ -e "$data/${MARKER}" ] && rm -rf -- "$data"
-    rm -rf -- "$run"
-  `;
-  const child = new Deno.Command("/bin/sh", {
-    args: ["-c", script, "kopf-ts-watchdog", String(Deno.pid), runDir, dir],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  child.unref();
-  return child;
-}
-
-async function waitUntil(
-  what: string,
-  deadline: number,
-  signal: AbortSignal | undefined,
-  components: readonly Component[],
-  probe: () => Promise<boolean>,
-): Promise<void> {
-  // A probe may hang until its own timeout; a component's exit ends the wait at once.
-  const anyExit = Promise.race(components.map((component) => component.exited)).then(() => false);
-  for (;;) {
-    signal?.throwIfAborted();
-    for (const component of components) {
-      if (component.status) {
-        const how = component.status.signal ?? `code ${component.status.code}`;
-        throw new Error(`${component.name} exited (${how}) while waiting for ${what}`);
-      }
-    }
-    try {
-      if (await Promise.race([probe(), anyExit])) return;
-    } catch { /* not up yet */ }
-    if (Date.now() >= deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150, signal);
-  }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 function watchCacheArgs(options: ControlPlaneOptions): string[] {
   if (options.watchCache === false) return ["--watch-cache=false"];
   const uncached = options.uncachedResources ?? ["podtemplates"];
   return uncached.length > 0
     ? ["--watch-cache=true", `--watch-cache-sizes=${uncached.map((r) => `${r}#0`).join(",")}`]
     : ["--watch-cache=true"];
-}
-
-function freePorts(count: number): number[] {
-  // Keep all listeners open until all ports are chosen, so that they are distinct.
-  const listeners = Array.from(
-    { length: count },
-    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
-  );
-  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
-  for (const listener of listeners) listener.close();
-  return ports;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files, directories, and the registry of runs for reaping orphans.
-
-function cacheRoot(): string {
-  const explicit = Deno.env.get("KOPF_TS_CACHE");
-  if (explicit) return explicit;
-  const xdg = Deno.env.get("XDG_CACHE_HOME");
-  const home = Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE") ?? ".";
-  return `${xdg || `${home}/.cache`}/kopf-ts`;
-}
-
-function defaultBinDir(): string {
-  const explicit = Deno.env.get("KOPF_TS_KUBE_BIN");
-  if (explicit) return explicit;
-  const k8s = Deno.env.get("KOPF_TS_K8S_VERSION") || DEFAULT_K8S_VERSION;
-  const etcd = Deno.env.get("KOPF_TS_ETCD_VERSION") || DEFAULT_ETCD_VERSION;
-  return `${cacheRoot()}/kube/${k8s}-etcd-${etcd}/bin`;
-}
-
-async function checkBinaries(binDir: string, withKcm: boolean): Promise<void> {
-  const wanted: string[] = [
-    "etcd",
-    "kube-apiserver",
-    ...(withKcm ? ["kube-controller-manager"] : []),
-  ];
-  const missing: string[] = [];
-  for (const name of wanted) {
-    if (!(await exists(`${binDir}/${name}`))) missing.push(name);
-  }
-  if (missing.length > 0) {
-    throw new Error(
-      `the test control plane binaries are missing (${missing.join(", ")} not in ${binDir}). ` +
-        "Build them once with `tools/kube-binaries.sh` — it needs a Go toolchain (>= 1.26) and " +
-        "the Go module proxy, takes about 5 minutes the first time, and caches the result — or " +
-        "set KOPF_TS_KUBE_BIN to a directory that has etcd, kube-apiserver and " +
-        "kube-controller-manager.",
-    );
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function readText(path: string): string {
-  try {
-    return Deno.readTextFileSync(path);
-  } catch {
-    return "";
-  }
-}
-
-async function removeQuietly(path: string): Promise<void> {
-  try {
-    await Deno.remove(path, { recursive: true });
-  } catch { /* already gone */ }
-}
-
-async function makeWorkDir(parent: string | undefined): Promise<string> {
-  const prefix = "kopf-ts-plane-";
-  if (parent !== undefined) {
-    await Deno.mkdir(parent, { recursive: true });
-    return await Deno.makeTempDir({ dir: parent, prefix });
-  }
-  if (await exists("/dev/shm")) {
-    try {
-      return await Deno.makeTempDir({ dir: "/dev/shm", prefix });
-    } catch { /* not writable: fall back to the temp dir */ }
-  }
-  return await Deno.makeTempDir({ prefix });
-}
-
-/** Linux: a process's start time in clock ticks since boot (field 22 of /proc/PID/stat). */
-function processStartTime(pid: number): string | undefined {
-  const stat = readText(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return fields[19];
-}
-
-async function processCommandLine(pid: number): Promise<string | undefined> {
-  if (await exists("/proc/self/cmdline")) {
-    const text = readText(`/proc/${pid}/cmdline`);
-    return text ? text.replaceAll("\0", " ") : undefined;
-  }
-  try {
-    const output = await new Deno.Command("ps", {
-      args: ["-o", "command=", "-p", String(pid)],
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout).trim();
-    return output.success && text ? text : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function processAlive(pid: number, startTime: string | undefined): Promise<boolean> {
-  if (await exists("/proc/self/stat")) {
-    const actual = processStartTime(pid);
-    return actual !== undefined && (startTime === undefined || startTime === actual);
-  }
-  try {
-    Deno.kill(pid, "SIGCONT"); // no-op for a running process; throws if there is none
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function registerRun(dir: string): Promise<string> {
-  const runsDir = `${cacheRoot()}/runs`;
-  await Deno.mkdir(runsDir, { recursive: true });
-  const runDir = await Deno.makeTempDir({ dir: runsDir, prefix: `${Deno.pid}-` });
-  await Deno.writeTextFile(`${runDir}/data-dir`, `${dir}\n`);
-  const startTime = processStartTime(Deno.pid) ?? "";
-  await Deno.writeTextFile(`${runDir}/owner.pid.tmp`, `${Deno.pid} ${startTime}\n`);
-  await Deno.rename(`${runDir}/owner.pid.tmp`, `${runDir}/owner.pid`);
-  return runDir;
-}
-
-/** Kills the processes and removes the directories of runs whose owner process is dead. */
-async function reapOrphanedRuns(): Promise<void> {
-  const runsDir = `${cacheRoot()}/runs`;
-  if (!(await exists(runsDir))) return;
-  for await (const entry of Deno.readDir(runsDir)) {
-    if (!entry.isDirectory) continue;
-    const runDir = `${runsDir}/${entry.name}`;
-    const owner = readText(`${runDir}/owner.pid`).trim().split(" ");
-    const ownerPid = Number(owner[0]);
-    if (!Number.isInteger(ownerPid) || ownerPid <= 0) {
-      // Being created right now, or garbage: only reap once it is clearly stale.
-      const info = await Deno.stat(runDir).catch(() => undefined);
-      if (!info?.mtime || Date.now() - info.mtime.getTime() < 60_000) continue;
-    } else if (await processAlive(ownerPid, owner[1] || undefined)) {
-      continue;
-    }
-    const dir = readText(`${runDir}/data-dir`).trim();
-    const pids = readText(`${runDir}/children.pids`).split("\n").map(Number).filter((p) => p > 0);
-    for (const pid of pids) {
-      const cmdline = await processCommandLine(pid);
-      if (dir && cmdline?.includes(dir)) {
-        try {
-          Deno.kill(pid, "SIGKILL");
-        } catch { /* gone */ }
-      }
-    }
-    if (dir && (await exists(`${dir}/${MARKER}`))) await removeQuietly(dir);
-    await removeQuietly(runDir);
-  }
-}
-
-function base64(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-function unbase64(data: string): string {
-  const binary = atob(data);
-  return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
-}
-
-// ---------------------------------------------------------------------------------------------
-// etcd compaction.
-
-/**
- * Compacts etcd to its current revision through etcd's HTTP/JSON gateway and returns that
- * revision: `POST /v3/kv/put` of a marker key outside the apiserver's `/registry` prefix (for a
- * fresh revision), then `POST /v3/kv/compaction` at it with `physical: true`. Afterwards every
- * watch that starts from a `resourceVersion` older than the newest object change is answered
- * with `410 Gone` — if it is served from etcd, not from the apiserver's watch cache (see
- * {@link ControlPlaneOptions.uncachedResources}).
- *
- * @param etcdUrl etcd's client URL, e.g. `http://127.0.0.1:2379`.
- * @returns The revision compacted to.
- * @example
- * ```ts
- * import { ControlPlane, compactEtcd } from "./control_plane.ts";
- *
- * await using plane = await ControlPlane.start();
- * const revision = await compactEtcd(plane.etcdUrl);
- * ```
- */
-export async function compactEtcd(etcdUrl: string): Promise<number> {
-  // Write a marker key outside the apiserver's prefix and compact at its revision. Compacting
-  // exactly at the revision of the latest object write would keep that write watchable while
-  // dropping its previous version, which the apiserver reports as a 500 ("PrevKv=nil") instead
-  // of 410 Gone; one extra revision on top avoids that.
-  const put = await etcdPost(etcdUrl, "/v3/kv/put", {
-    key: base64("kopf-ts/compaction-marker"),
-    value: base64(new Date().toISOString()),
-  });
-  const revision = String(asRecord(put["header"])?.["revision"] ?? "");
-  if (!/^\d+$/.test(revision)) {
-    throw new Error(`etcd returned no revision: ${JSON.stringify(put)}`);
-  }
-  try {
-    await etcdPost(etcdUrl, "/v3/kv/compaction", { revision, physical: true });
-  } catch (error) {
-    if (!(error instanceof Error && /has been compacted/.test(error.message))) throw error;
-  }
-  return Number(revision);
-}
-
-async function etcdPost(
-  etcdUrl: string,
-  path: string,
-  body: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
-  const response = await fetch(`${etcdUrl}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`etcd ${path}: HTTP ${response.status}: ${text}`);
-  return asRecord(JSON.parse(text)) ?? {};
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? value as Record<string, unknown>
-    : undefined;
-}
-
-function asString(value: unknown): string | undefined {
-  return typeof value === "string" && value !== "" ? value : undefined;
 }
 
 function featureGatesArg(options: ControlPlaneOptions): string {
@@ -1205,77 +870,6 @@ function featureGatesArg(options: ControlPlaneOptions): string {
 
 // ---------------------------------------------------------------------------------------------
 // The shared plane.
-
-class ExternalControlPlane implements SharedControlPlane {
-  readonly kubeconfigPath: string;
-  readonly server: string;
-  readonly caPem: string;
-  readonly adminToken: string;
-  readonly etcdUrl: string | undefined;
-  readonly #certPem: string | undefined;
-  readonly #keyPem: string | undefined;
-
-  constructor(kubeconfigPath: string, etcdUrl: string | undefined) {
-    this.kubeconfigPath = kubeconfigPath;
-    this.etcdUrl = etcdUrl;
-    const config = asRecord(parseYaml(Deno.readTextFileSync(kubeconfigPath))) ?? {};
-    const named = (list: string, name: string | undefined) => {
-      const items = Array.isArray(config[list]) ? config[list] as unknown[] : [];
-      return asRecord(items.map(asRecord).find((item) => item?.["name"] === name));
-    };
-    const contextName = asString(config["current-context"]);
-    const context = asRecord(named("contexts", contextName)?.["context"]);
-    const cluster = asRecord(named("clusters", asString(context?.["cluster"]))?.["cluster"]);
-    const userName = asString(context?.["user"]);
-    const user = asRecord(named("users", userName)?.["user"]);
-    const certUser = asRecord(named("users", `${userName}-cert`)?.["user"]) ?? user;
-    const server = asString(cluster?.["server"]);
-    const caData = asString(cluster?.["certificate-authority-data"]);
-    const caFile = asString(cluster?.["certificate-authority"]);
-    const token = asString(user?.["token"]);
-    if (!server || !(caData || caFile) || !token) {
-      throw new Error(
-        `${kubeconfigPath}: the current context needs a server, a CA and a bearer token`,
-      );
-    }
-    this.server = server.replace(/\/+$/, "");
-    this.caPem = caData ? unbase64(caData) : Deno.readTextFileSync(caFile ?? "");
-    this.adminToken = token;
-    const certData = asString(certUser?.["client-certificate-data"]);
-    const keyData = asString(certUser?.["client-key-data"]);
-    this.#certPem = certData ? unbase64(certData) : undefined;
-    this.#keyPem = keyData ? unbase64(keyData) : undefined;
-  }
-
-  get adminCertPem(): string {
-    if (this.#certPem === undefined) throw this.#noCertificate();
-    return this.#certPem;
-  }
-
-  get adminKeyPem(): string {
-    if (this.#keyPem === undefined) throw this.#noCertificate();
-    return this.#keyPem;
-  }
-
-  #noCertificate(): Error {
-    return new Error(`${this.kubeconfigPath} has no admin client certificate (client-*-data)`);
-  }
-
-  get external(): boolean {
-    return true;
-  }
-
-  async compact(): Promise<void> {
-    if (!this.etcdUrl) {
-      throw new Error("compact() needs KOPF_TS_TEST_ETCD_URL for an external control plane");
-    }
-    await compactEtcd(this.etcdUrl);
-  }
-
-  logs(): string {
-    return `(external control plane at ${this.server}: see the log of the process that started it)\n`;
-  }
-}
 
 let shared: Promise<SharedControlPlane> | undefined;
 
@@ -1324,131 +918,3 @@ export function sharedControlPlane(
 
 // ---------------------------------------------------------------------------------------------
 // Namespaces.
-
-interface ApiResponse {
-  readonly status: number;
-  readonly text: string;
-}
-
-async function apiRequest(
-  access: ClusterAccess,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<ApiResponse> {
-  const client = Deno.createHttpClient({ caCerts: [access.caPem] });
-  try {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${access.adminToken}`,
-      accept: "application/json",
-    };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await fetch(`${access.server}${path}`, {
-      method,
-      client,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    return { status: response.status, text: await response.text() };
-  } finally {
-    client.close();
-  }
-}
-
-/**
- * Creates a namespace with a unique name (`<prefix>-<random>`, at most 63 characters,
- * labelled `app.kubernetes.io/created-by=kopf-ts-testing`) and returns its name.
- *
- * @param access The plane (or any server, CA and admin token).
- * @param prefix Start of the name; cleaned to a valid name.
- * @returns The name of the new namespace.
- * @example
- * ```ts
- * import { createTestNamespace, deleteNamespace, sharedControlPlane } from "./control_plane.ts";
- *
- * const plane = await sharedControlPlane();
- * const namespace = await createTestNamespace(plane, "my-test");
- * try {
- *   // ...
- * } finally {
- *   await deleteNamespace(plane, namespace);
- * }
- * ```
- */
-export async function createTestNamespace(access: ClusterAccess, prefix = "test"): Promise<string> {
-  const clean = prefix.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "")
-    .slice(0, 50) || "test";
-  const suffix = Array.from(
-    crypto.getRandomValues(new Uint8Array(4)),
-    (b) => b.toString(36).padStart(2, "0").slice(-2),
-  ).join("");
-  const name = `${clean}-${suffix}`;
-  const response = await apiRequest(access, "POST", "/api/v1/namespaces", {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name, labels: { "app.kubernetes.io/created-by": "kopf-ts-testing" } },
-  });
-  if (response.status !== 201) {
-    throw new Error(`cannot create namespace ${name}: HTTP ${response.status}: ${response.text}`);
-  }
-  return name;
-}
-
-/**
- * Options of {@link deleteNamespace}.
- *
- * @example
- * ```ts
- * import type { DeleteNamespaceOptions } from "./control_plane.ts";
- *
- * const options: DeleteNamespaceOptions = { wait: true, timeoutMs: 30_000 };
- * ```
- */
-export interface DeleteNamespaceOptions {
-  /**
-   * Wait until the namespace is gone. That needs kube-controller-manager (the namespace
-   * controller empties and finalizes it). Default: `false`.
-   */
-  wait?: boolean;
-  /** How long to wait when `wait` is set. Default: 60 000 ms. */
-  timeoutMs?: number;
-}
-
-/**
- * Deletes a namespace (a missing one is fine), optionally waiting until it is gone.
- *
- * @param access The plane (or any server, CA and admin token).
- * @param name The namespace.
- * @param options Whether and how long to wait until it is gone.
- * @example
- * ```ts
- * import { ControlPlane, createTestNamespace, deleteNamespace } from "./control_plane.ts";
- *
- * await using plane = await ControlPlane.start();
- * const namespace = await createTestNamespace(plane);
- * await deleteNamespace(plane, namespace, { wait: true });
- * ```
- */
-export async function deleteNamespace(
-  access: ClusterAccess,
-  name: string,
-  options: DeleteNamespaceOptions = {},
-): Promise<void> {
-  const path = `/api/v1/namespaces/${encodeURIComponent(name)}`;
-  const response = await apiRequest(access, "DELETE", path);
-  if (response.status === 404) return;
-  if (response.status >= 300) {
-    throw new Error(`cannot delete namespace ${name}: HTTP ${response.status}: ${response.text}`);
-  }
-  if (!options.wait) return;
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  for (;;) {
-    const check = await apiRequest(access, "GET", path);
-    if (check.status === 404) return;
-    if (Date.now() >= deadline) {
-      throw new Error(`namespace ${name} is still there after ${options.timeoutMs ?? 60_000} ms`);
-    }
-    await sleep(200);
-  }
-}
