@@ -10,13 +10,18 @@ can count the runs. ``spec.mode == "retry"`` makes the create handler fail once 
 
 Run by tests/_kopf.ts as ``kopf run --standalone -n <namespace> twin_handlers.py``.
 """
+import sys
+
 import kopf
 
 RESOURCE = ("kopf.dev", "v1", "kopfstatusexamples")
 
 
 def marker(handler: str, name: str, retry: int) -> None:
-    print(f"TWIN {handler} {name} retry={retry}", flush=True)
+    # One write per line: print() writes the text and the newline separately, and handlers run
+    # in threads, so two markers could end up on one line.
+    sys.stdout.write(f"TWIN {handler} {name} retry={retry}\n")
+    sys.stdout.flush()
 
 
 @kopf.on.startup()
