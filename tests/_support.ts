@@ -5,7 +5,7 @@
  * @module
  */
 
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, stringify } from "yaml";
 import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import { CRD_RESOURCE } from "../core/client/discovery.ts";
@@ -292,3 +292,36 @@ export const STATUS_EXAMPLES: Resource = {
 
 /** The file of {@link STATUS_EXAMPLES}' CRD, for {@link applyCrds}. */
 export const STATUS_CRD = "tests/fixtures/status-crd.yaml";
+
+/**
+ * A kubeconfig (0600) in `dir` for the shared plane with the given user entry, e.g. an exec
+ * plugin or a client certificate; `server` and `ca` replace the plane's.
+ */
+export async function kubeconfigWith(
+  dir: string,
+  user: Record<string, unknown>,
+  server?: string,
+  ca?: string,
+): Promise<string> {
+  const plane = await sharedControlPlane();
+  const path = `${dir}/kubeconfig`;
+  await Deno.writeTextFile(
+    path,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{
+        name: "c",
+        cluster: {
+          server: server ?? plane.server,
+          "certificate-authority-data": btoa(ca ?? plane.caPem),
+        },
+      }],
+      users: [{ name: "u", user }],
+      contexts: [{ name: "ctx", context: { cluster: "c", user: "u", namespace: "default" } }],
+      "current-context": "ctx",
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}

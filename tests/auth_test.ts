@@ -17,6 +17,7 @@ import { startOperator } from "./_operator.ts";
 import {
   CONFIGMAPS,
   eventually,
+  kubeconfigWith,
   NAMESPACES,
   SERVICEACCOUNTS,
   testClient,
@@ -24,35 +25,6 @@ import {
 } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-/** A kubeconfig for the shared plane with the given user entry. */
-async function kubeconfigWith(
-  dir: string,
-  user: Record<string, unknown>,
-  server?: string,
-  ca?: string,
-): Promise<string> {
-  const plane = await sharedControlPlane();
-  const path = `${dir}/kubeconfig`;
-  await Deno.writeTextFile(
-    path,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{
-        name: "c",
-        cluster: {
-          server: server ?? plane.server,
-          "certificate-authority-data": btoa(ca ?? plane.caPem),
-        },
-      }],
-      users: [{ name: "u", user }],
-      contexts: [{ name: "ctx", context: { cluster: "c", user: "u", namespace: "default" } }],
-      "current-context": "ctx",
-    }),
-  );
-  return path;
-}
 
 /** A bash exec plugin: prints a bad token for the first N calls, then the good one; counts calls. */
 async function writePlugin(dir: string): Promise<string> {

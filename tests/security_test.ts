@@ -8,13 +8,19 @@
  */
 
 import assert from "node:assert/strict";
-import { stringify } from "yaml";
 import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
 import { EVENTS_RESOURCE } from "../core/client/events.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { spawnOperator } from "./_operator.ts";
-import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  kubeconfigWith,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -46,28 +52,6 @@ function leaks(lines: readonly string[], secrets: readonly string[]): string[] {
 async function eventMessages(client: KubeClient, namespace: string): Promise<string[]> {
   const list = await client.api.list(EVENTS_RESOURCE, { namespace });
   return list.items.map((e) => `${e.reason}: ${e.message}`);
-}
-
-/** A kubeconfig for the shared plane with the given user entry, in `dir`. */
-async function kubeconfigWith(dir: string, user: Record<string, unknown>): Promise<string> {
-  const plane = await sharedControlPlane();
-  const path = `${dir}/kubeconfig`;
-  await Deno.writeTextFile(
-    path,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{
-        name: "c",
-        cluster: { server: plane.server, "certificate-authority-data": btoa(plane.caPem) },
-      }],
-      users: [{ name: "u", user }],
-      contexts: [{ name: "ctx", context: { cluster: "c", user: "u" } }],
-      "current-context": "ctx",
-    }),
-    { mode: 0o600 },
-  );
-  return path;
 }
 
 /** Creates a kopfexample and waits until the operator's create handler logged it. */

@@ -6,21 +6,11 @@
 
 import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
+import { assertCompileErrors, denoCheck } from "./_typecheck.ts";
 import { kubeconfigPath } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const here = (path: string) => decodeURIComponent(new URL(path, import.meta.url).pathname);
-
-async function check(file: string): Promise<{ ok: boolean; output: string }> {
-  const result = await new Deno.Command(Deno.execPath(), {
-    args: ["check", "--quiet", here(file)],
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { ok: result.success, output: decode(result.stdout) + decode(result.stderr) };
-}
 
 Deno.test(
   "kopf generate builtins: kits/builtins.ts is what the test control plane's OpenAPI documents generate (X-TOOL-05)",
@@ -71,20 +61,10 @@ Deno.test(
 );
 
 Deno.test("built-in types: handlers typed by Pods, Deployments, … compile (X-TOOL-05)", async () => {
-  const { ok, output } = await check("./types/builtins_ok.ts");
+  const { ok, output } = await denoCheck(new URL("./types/builtins_ok.ts", import.meta.url));
   assert.ok(ok, output);
 });
 
 Deno.test("built-in types: each misuse of a field is a compile error (X-TOOL-05)", async () => {
-  const file = "./types/builtins_wrong.ts";
-  const { ok, output } = await check(file);
-  assert.ok(!ok, "the fixture must not compile");
-  const expected = (await Deno.readTextFile(here(file))).split("\n")
-    .flatMap((line, i) => line.includes("// expected error") ? [i + 1] : []);
-  const reported = new Set(
-    [...output.matchAll(/builtins_wrong\.ts:(\d+):\d+/g)].map((match) => Number(match[1])),
-  );
-  assert.equal(expected.length, 5, "the fixture marks its errors");
-  assert.deepEqual(expected.filter((line) => !reported.has(line)), [], output);
-  assert.deepEqual([...reported].filter((line) => !expected.includes(line)), [], output);
+  await assertCompileErrors(new URL("./types/builtins_wrong.ts", import.meta.url), 5);
 });
