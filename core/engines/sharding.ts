@@ -216,12 +216,14 @@ export class ShardCoordinator {
   async #renewMembership(): Promise<boolean> {
     const { settings, logger } = this.#deps;
     try {
+      // While shards are held, an attempt may take only what is left of the renew deadline.
+      // Past it (no shards held any more), a full deadline: an attempt cut after 1 ms could
+      // never succeed, and the replica would stay out for good (found by the 10,000-object
+      // scale-out bench, where an overloaded API server made one renewal late).
       const left = settings.renewDeadline * 1000 - (performance.now() - this.#renewedAt);
+      const timeoutMs = Number.isFinite(left) && left > 0 ? left : settings.renewDeadline * 1000;
       const attempt = await this.#member.tryAcquireOrRenew({
-        signal: AbortSignal.any([
-          this.#deps.signal,
-          AbortSignal.timeout(Number.isFinite(left) ? Math.max(left, 1) : 10_000),
-        ]),
+        signal: AbortSignal.any([this.#deps.signal, AbortSignal.timeout(timeoutMs)]),
       });
       if (attempt.state === "held") {
         this.#renewedAt = performance.now();
