@@ -46,6 +46,7 @@ Deno.test(
       namespace,
     });
     const sizes: number[] = [];
+    const changes: string[] = [];
     await using op = await startOperator((registry) => {
       index(
         "configmaps",
@@ -66,6 +67,11 @@ Deno.test(
       });
       on.create("kopfexamples", { registry }, function created({ indices }) {
         return { odd: indices.byTeam?.get("odd")?.size };
+      });
+      // A ConfigMap's event handler runs after its stream indexed the change (and every change
+      // before it): the test waits for it before asking another resource's handler.
+      on.event("configmaps", { registry }, function seen({ type, name }) {
+        changes.push(`${type}:${name}`);
       });
     }, { namespaces: [namespace] });
     await op.ready;
@@ -89,6 +95,8 @@ Deno.test(
     await client.api.patch(CONFIGMAPS, "cm-3", { metadata: { labels: { team: "even" } } }, {
       namespace,
     });
+    // Indices of different resources are eventually consistent with each other, as in Kopf.
+    await eventually(() => changes.includes("MODIFIED:cm-3"), 15_000, "the relabelling seen");
     await client.api.create(KOPFEXAMPLES, {
       apiVersion: "kopf.dev/v1",
       kind: "KopfExample",

@@ -2,11 +2,14 @@
  * `on.reconcile` with sharded replicas on the real API server (ShardedListAndWatch on, as on the
  * suite's shared plane): an object is reconciled only by the holder of its shard, and an owned
  * object's change goes to its owner's holder; when a replica leaves, the one taking its shards
- * over reconciles their objects at once (no change needed). Lease timings shortened as in
+ * over reconciles their objects at once (no change needed). A cause handler of the same resource
+ * reads the shared cache's stream, filtered by shard: each creation handled once, by the holder.
+ * Lease timings shortened as in
  * tests/sharding_test.ts.
  */
 
 import assert from "node:assert/strict";
+import { on } from "../core/api/on.ts";
 import { reconcile } from "../core/api/reconciling.ts";
 import { readShardStatus } from "../core/engines/sharding.ts";
 import { createSettings } from "../core/settings/settings.ts";
@@ -32,9 +35,21 @@ interface Run {
   readonly at: number;
 }
 
-/** A sharded replica whose reconcile handler records its runs and keeps one owned ConfigMap. */
-function replica(runs: Run[], namespace: string, identity: string): Promise<InProcessOperator> {
-  return startOperator((registry) =>
+/**
+ * A sharded replica whose reconcile handler records its runs and keeps one owned ConfigMap; its
+ * creation handler (a cause handler of the same resource, so reading the shared cache's stream
+ * filtered by shard) records its runs too.
+ */
+function replica(
+  runs: Run[],
+  namespace: string,
+  identity: string,
+  created: Run[] = [],
+): Promise<InProcessOperator> {
+  return startOperator((registry) => {
+    on.create("kopfexamples", { registry }, function record({ name }) {
+      created.push({ name: name!, replica: identity, at: Date.now() });
+    });
     reconcile(
       "kopfexamples",
       { registry, owns: ["configmaps"] },
@@ -59,7 +74,8 @@ function replica(runs: Run[], namespace: string, identity: string): Promise<InPr
           data,
         });
       },
-    ), {
+    );
+  }, {
     namespaces: [namespace],
     settings: createSettings({
       posting: { enabled: false },
@@ -85,9 +101,10 @@ Deno.test(
     await applyCrds(client, "crds/example.yaml");
     const namespace = await testNamespace("rec-shard");
     const runs: Run[] = [];
+    const created: Run[] = [];
     const [a, b] = await Promise.all([
-      replica(runs, namespace, "a"),
-      replica(runs, namespace, "b"),
+      replica(runs, namespace, "a", created),
+      replica(runs, namespace, "b", created),
     ]);
     let bStopped = false;
     try {
@@ -145,6 +162,16 @@ Deno.test(
       );
       for (const run of runs) {
         assert.equal(run.replica, holderOf.get(run.name), `${run.name} only by its holder`);
+      }
+      // The cause handler: each object created once, by its holder; each replica listed the
+      // resource once for its reconcile handler and its shards' streams together.
+      await eventually(() => created.length >= names.length, 30_000, "every creation handled");
+      assert.deepEqual(created.map((r) => r.name).sort(), [...names].sort(), "once each");
+      for (const run of created) {
+        assert.equal(run.replica, holderOf.get(run.name), `${run.name} created by its holder`);
+      }
+      for (const op of [a, b]) {
+        assert.equal(op.client.counters.count({ verb: "list", resource: "kopfexamples" }), 1);
       }
 
       // b leaves: a takes b's shards over and reconciles their objects with no change made.

@@ -1,7 +1,7 @@
 /**
- * The shared informer cache: one list+watch per (resource, namespace, label selector), each
- * writing into an in-memory store that handlers read with no request to the API server
- * (kube-rs' reflector, client-go's shared informers).
+ * The shared informer cache: one list+watch per (resource, namespace, selectors), each writing
+ * into an in-memory store that handlers read with no request to the API server (kube-rs'
+ * reflector, client-go's shared informers). The informers themselves: `./informer.ts`.
  *
  * - One writer, many readers: only the informer's watch (and the operator's own writes, see
  *   {@link InformerCache.observe}) change a store; readers get frozen objects.
@@ -12,62 +12,39 @@
  *   `metadata.managedFields` and the `kubectl.kubernetes.io/last-applied-configuration`
  *   annotation: memory the operator never reads. Pass `transform: false` to keep objects whole.
  * - Subscribers get every change (`apply`/`delete`) with the previous cached object, so that a
- *   controller can decide what is worth a look. Relists are folded in by `objectEvents()`:
- *   unchanged objects are not re-announced; objects gone meanwhile are announced as deleted.
+ *   controller can decide what is worth a look: unchanged objects of a relist are not
+ *   re-announced; objects gone meanwhile are announced as deleted.
+ * - Taps get the watch stream itself (`Informer.events()`): the cause handlers' reactor and the
+ *   indices read a cached resource from its informer instead of watching it once more.
  *
  * Caveat: a cache may lag behind the API server; it is eventually consistent, like any informer.
- * Only the reconcile controller uses it so far; the cause handlers keep their own watch streams.
  * @module
  */
 
 import type { KubeObject } from "../structs/objects.ts";
 import { resourceName } from "../structs/resources.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
-import { objectEvents, watcher, type WatcherEvent, type WatcherOptions } from "./watching.ts";
+import {
+  type CacheListOptions,
+  type CacheTransform,
+  dropManagedFields,
+  Informer,
+  type InformerScope,
+  keyOf,
+} from "./informer.ts";
+import type { WatcherOptions } from "./watching.ts";
 
-/** A function that slims an object before it is cached; it may return the same object. */
-export type CacheTransform = (object: KubeObject) => KubeObject;
-
-/** The annotation `kubectl apply` (client-side) keeps the whole last applied object in. */
-export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
-
-/**
- * The default cache transform: drops `metadata.managedFields` and the kubectl last-applied
- * annotation (often the largest parts of an object, and never read by the operator).
- *
- * @param object The object as received.
- * @returns The object without those fields (a shallow copy when something was dropped).
- */
-export function dropManagedFields(object: KubeObject): KubeObject {
-  const meta = object.metadata;
-  if (!meta) return object;
-  const annotated = meta.annotations !== undefined && LAST_APPLIED_ANNOTATION in meta.annotations;
-  if (meta.managedFields === undefined && !annotated) return object;
-  const { managedFields: _dropped, ...rest } = meta;
-  if (annotated) {
-    const { [LAST_APPLIED_ANNOTATION]: _applied, ...annotations } = meta.annotations!;
-    rest.annotations = annotations;
-  }
-  return { ...object, metadata: rest };
-}
-
-/** One change of a cached object. */
-export interface CacheEvent {
-  /** `apply`: created or changed; `delete`: gone. */
-  readonly type: "apply" | "delete";
-  /** The object (after the transform). */
-  readonly object: KubeObject;
-  /** The object as cached before this change; `undefined` when it was not cached. */
-  readonly old: KubeObject | undefined;
-}
-
-/** Which objects one informer holds. */
-export interface InformerScope {
-  /** One namespace; omitted: cluster-wide (and cluster-scoped resources). */
-  readonly namespace?: string | undefined;
-  /** A server-side label selector. */
-  readonly labelSelector?: string | undefined;
-}
+export {
+  type CacheEvent,
+  type CacheListOptions,
+  type CacheTransform,
+  dropManagedFields,
+  Informer,
+  type InformerScope,
+  isNewer,
+  LAST_APPLIED_ANNOTATION,
+  type TapOptions,
+} from "./informer.ts";
 
 /** Options of {@link InformerCache}. */
 export interface InformerCacheOptions {
@@ -77,14 +54,6 @@ export interface InformerCacheOptions {
   readonly watching?: WatcherOptions;
   /** Receives watch errors (they are retried by the watcher). */
   readonly onError?: (error: Error, resource: ResourceRef) => void;
-}
-
-/** Options of {@link InformerCache.list}. */
-export interface CacheListOptions {
-  /** Only objects in this namespace. */
-  readonly namespace?: string | undefined;
-  /** Only objects having all these labels with these values. */
-  readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
 /** The cache could not answer: nothing caches that resource (in that namespace). */
@@ -100,149 +69,6 @@ export class CacheMissError extends Error {
         `(or read it from the API server with the client)`,
     );
     this.name = "CacheMissError";
-  }
-}
-
-/** The store and watch of one (resource, namespace, selector). */
-export class Informer {
-  /** The resource held. */
-  readonly resource: ResourceRef;
-  /** The namespace and selector held. */
-  readonly scope: InformerScope;
-  /** Resolves when the first listing is stored. */
-  readonly ready: Promise<void>;
-  readonly #objects = new Map<string, KubeObject>();
-  readonly #subscribers = new Set<(event: CacheEvent) => void>();
-  readonly #transform: CacheTransform;
-  #markReady!: () => void;
-  #isReady = false;
-
-  /**
-   * Creates an informer; {@link Informer.run} starts its watch.
-   *
-   * @param resource The resource.
-   * @param scope The namespace and label selector.
-   * @param transform Applied to each object before it is stored.
-   */
-  constructor(resource: ResourceRef, scope: InformerScope, transform: CacheTransform) {
-    this.resource = resource;
-    this.scope = scope;
-    this.#transform = transform;
-    this.ready = new Promise((resolve) => this.#markReady = resolve);
-  }
-
-  /** Whether the first listing is stored. */
-  get isReady(): boolean {
-    return this.#isReady;
-  }
-
-  /** Number of cached objects. */
-  get size(): number {
-    return this.#objects.size;
-  }
-
-  /**
-   * One cached object.
-   *
-   * @param name Its name.
-   * @param namespace Its namespace (none for cluster-scoped objects).
-   * @returns The frozen object, or `undefined`.
-   */
-  get(name: string, namespace?: string): KubeObject | undefined {
-    return this.#objects.get(`${namespace ?? ""}/${name}`);
-  }
-
-  /**
-   * The cached objects, optionally filtered.
-   *
-   * @param options Namespace and labels to match.
-   * @returns Frozen objects, in no particular order.
-   */
-  list(options: CacheListOptions = {}): KubeObject[] {
-    const result: KubeObject[] = [];
-    for (const object of this.#objects.values()) {
-      if (options.namespace !== undefined && object.metadata?.namespace !== options.namespace) {
-        continue;
-      }
-      const labels = object.metadata?.labels ?? {};
-      if (options.labels && Object.entries(options.labels).some(([k, v]) => labels[k] !== v)) {
-        continue;
-      }
-      result.push(object);
-    }
-    return result;
-  }
-
-  /**
-   * Receives every change from now on.
-   *
-   * @param fn Called synchronously for each change.
-   * @returns A function that unsubscribes.
-   */
-  subscribe(fn: (event: CacheEvent) => void): () => void {
-    this.#subscribers.add(fn);
-    return () => this.#subscribers.delete(fn);
-  }
-
-  /**
-   * Stores an object the operator itself just wrote (read-your-writes), when newer than the
-   * cached one; subscribers hear of it as of any change.
-   *
-   * @param object The object as the API server returned it.
-   */
-  observe(object: KubeObject): void {
-    this.#apply(structuredClone(object)); // the caller keeps its copy mutable
-  }
-
-  /**
-   * Runs the list+watch until the signal aborts.
-   *
-   * @param api Object operations.
-   * @param options Watch options and the signal.
-   * @param onError Receives watch errors.
-   */
-  async run(
-    api: KubeApi,
-    options: WatcherOptions,
-    onError?: (error: Error) => void,
-  ): Promise<void> {
-    const onOther = (event: WatcherEvent) => {
-      if (event.type === "initDone" && !this.#isReady) {
-        this.#isReady = true;
-        this.#markReady();
-      } else if (event.type === "error") onError?.(event.error);
-      else if (event.type === "skipped") onError?.(new Error(`ignored ${event.reason}`));
-    };
-    const stream = watcher(api, this.resource, {
-      ...options,
-      namespace: this.scope.namespace,
-      labelSelector: this.scope.labelSelector,
-    });
-    for await (const event of objectEvents(stream, onOther)) {
-      if (event.type === "delete") this.#delete(event.object);
-      else if (!event.unchanged) this.#apply(event.object);
-    }
-  }
-
-  #apply(raw: KubeObject): void {
-    const key = keyOf(raw);
-    const old = this.#objects.get(key);
-    if (old && old.metadata?.uid === raw.metadata?.uid && !isNewer(raw, old)) return;
-    const object = deepFreeze(this.#transform(raw));
-    this.#objects.set(key, object);
-    this.#emit({ type: "apply", object, old });
-  }
-
-  #delete(raw: KubeObject): void {
-    const key = keyOf(raw);
-    const old = this.#objects.get(key);
-    if (old && old.metadata?.uid !== raw.metadata?.uid && raw.metadata?.uid) return; // a newer one
-    this.#objects.delete(key);
-    this.#emit({ type: "delete", object: old ?? deepFreeze(this.#transform(raw)), old });
-  }
-
-  #emit(event: CacheEvent): void {
-    for (const fn of this.#subscribers) fn(event);
   }
 }
 
@@ -290,13 +116,16 @@ export class InformerCache implements AsyncDisposable {
    */
   informer(resource: ResourceRef, scope: InformerScope = {}): Informer {
     const namespace = resource.namespaced ? scope.namespace : undefined;
-    const key = `${resourceName(resource)}|${namespace ?? ""}|${scope.labelSelector ?? ""}`;
+    const { labelSelector, fieldSelector } = scope;
+    const key = `${resourceName(resource)}|${namespace ?? ""}|${labelSelector ?? ""}|${
+      fieldSelector ?? ""
+    }`;
     let informer = this.#informers.get(key);
     if (informer) return informer;
     const transform = this.#options.transform === false
       ? (o: KubeObject) => o
       : this.#options.transform ?? dropManagedFields;
-    informer = new Informer(resource, { namespace, labelSelector: scope.labelSelector }, transform);
+    informer = new Informer(resource, { namespace, labelSelector, fieldSelector }, transform);
     this.#informers.set(key, informer);
     const onError = this.#options.onError;
     this.#runs.push(
@@ -370,7 +199,7 @@ export class InformerCache implements AsyncDisposable {
       }
       // A selector-limited informer cannot tell whether the object still matches: leave it to
       // its watch.
-      if (informer.scope.labelSelector) continue;
+      if (informer.scope.labelSelector || informer.scope.fieldSelector) continue;
       informer.observe(object);
     }
   }
@@ -392,27 +221,4 @@ export class InformerCache implements AsyncDisposable {
     }
     return found;
   }
-}
-
-function keyOf(object: KubeObject): string {
-  return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
-}
-
-/**
- * Whether `a` is a later version than `b`. resourceVersions are opaque, but the API server's are
- * numbers (etcd revisions); compared numerically when both are, else any difference counts.
- */
-export function isNewer(a: KubeObject, b: KubeObject): boolean {
-  const va = a.metadata?.resourceVersion ?? "";
-  const vb = b.metadata?.resourceVersion ?? "";
-  if (/^\d+$/.test(va) && /^\d+$/.test(vb)) return BigInt(va) > BigInt(vb);
-  return va !== vb;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

@@ -11,8 +11,9 @@
 import type { KubeObject } from "../structs/objects.ts";
 import type { Resource } from "../structs/resources.ts";
 import type { KubeApi } from "./api.ts";
-import { ApiError } from "./errors.ts";
-import { watcher } from "./watching.ts";
+import { ApiError, TransportError } from "./errors.ts";
+import { sleep } from "../util/backoff.ts";
+import { watcher, type WatcherEvent } from "./watching.ts";
 
 interface ApiResourceList {
   groupVersion: string;
@@ -168,14 +169,37 @@ export class Discovery {
         (first && (this.#resources === undefined || unknown));
       if (listed && changed) {
         try {
-          await this.refresh(signal);
+          await this.#refreshAfter(event, signal);
         } catch (error) {
           if (signal.aborted) return;
-          if (!(error instanceof ApiError)) throw error;
+          if (!(error instanceof ApiError || error instanceof TransportError)) throw error;
           continue; // A transient failure: the next CRD event or cache miss refreshes again.
         }
         for (const listener of this.#listeners) listener();
       }
+    }
+  }
+
+  /**
+   * Reloads the catalogue after a CRD event, until it shows the change. A load that began before
+   * the event is not reused (it may predate the change), and the API server updates its
+   * discovery documents a little after the CRD itself: a deleted CRD's resource can still be
+   * listed for a moment (a test on the real API server saw it stay in a catalogue loaded right
+   * after the DELETED event, with no later event to refresh it). A few retries, then give up: the
+   * next CRD event or cache miss refreshes again.
+   */
+  async #refreshAfter(event: WatcherEvent, signal: AbortSignal): Promise<void> {
+    await this.#loading?.catch(() => {});
+    const crd = "object" in event ? event.object : undefined;
+    for (let attempt = 0;; attempt++) {
+      await this.refresh(signal);
+      if (!crd || attempt >= 6) return;
+      const spec = crd.spec as { group?: unknown; names?: { plural?: unknown } } | undefined;
+      const listed = this.#resources?.some((r) =>
+        r.group === spec?.group && r.plural === spec?.names?.plural
+      );
+      if (event.type === "delete" ? !listed : this.#knows(crd)) return;
+      await sleep(100 * 2 ** attempt, signal); // up to 6.3 s in all
     }
   }
 

@@ -12,6 +12,8 @@
  *   Orchestrator.serveShards} starts and stops them as shards come and go, so a rebalance touches
  *   only the moving shards. Resources with index handlers get one more, unsharded stream that
  *   only indexes (indices hold all objects; handlers run on the owning replica only).
+ * - Resources that reconcile handlers cache (`shared`) are read from the cache's informers, not
+ *   watched again: the streams are taps of the shared watch, filtered here (see `./sharing.ts`).
  * @module
  */
 
@@ -37,6 +39,7 @@ import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts"
 import { type OperatorPause, pausable } from "../engines/peering.ts";
 import type { ResourceInventory } from "../engines/metrics.ts";
 import type { OperatorObserver } from "../engines/observers.ts";
+import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import {
   effectiveShardKey,
@@ -46,6 +49,7 @@ import {
 } from "../structs/shards.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
+import type { SharedInformers } from "./sharing.ts";
 import { watchSelectors } from "./watch_selectors.ts";
 
 /** What orchestration needs. */
@@ -78,6 +82,8 @@ export interface OrchestrationDeps {
   readonly observer?: OperatorObserver | undefined;
   /** Sharded replicas: the shard space; which shards are served comes by `serveShards()`. */
   readonly sharding?: ShardSpace | undefined;
+  /** The informer cache of the reconcile handlers: the resources it holds are read from it. */
+  readonly shared?: SharedInformers | undefined;
 }
 
 /** How objects are split into shards (all replicas of an operator must agree). */
@@ -552,24 +558,31 @@ export class Orchestrator {
     logger.debug(`Watching ${resourceName(resource)}${where}`);
     const sharding = shard === undefined ? undefined : this.#deps.sharding;
     const shardKey = sharding && effectiveShardKey(sharding.key, resource.namespaced);
+    const accept = sharding && shardKey
+      ? (object: KubeObject) => shardOfObject(object, shardKey, sharding.count) === shard
+      : undefined;
+    // A resource the reconcile handlers cache is read from its informer: one list+watch for all.
+    const shared = this.#deps.shared?.holds(resource) ? this.#deps.shared : undefined;
     // A pause closes the stream and stops the daemons; a resume relists (which reports what
     // changed or vanished meanwhile) and the daemons' exits wake their objects to respawn them.
     const open = (period: AbortSignal) =>
-      watcher(this.#deps.client.api, resource, {
-        namespace,
-        ...watchingOptions(settings.watching),
-        ...watchSelectors(settings.watching, resource),
-        ...(sharding && shardKey && shard !== undefined
-          ? {
-            // The server filters if it can; this side filters always (older servers ignore it).
-            ...(sharding.serverSide
-              ? { shardSelector: shardSelector([shard], sharding.count, shardKey) }
-              : {}),
-            accept: (object) => shardOfObject(object, shardKey, sharding.count) === shard,
-          }
-          : {}),
-        signal: period,
-      });
+      shared
+        ? shared.events(resource, namespace, { accept, signal: period })
+        : watcher(this.#deps.client.api, resource, {
+          namespace,
+          ...watchingOptions(settings.watching),
+          ...watchSelectors(settings.watching, resource),
+          ...(sharding && shardKey && shard !== undefined
+            ? {
+              // The server filters if it can; this side filters always (older servers ignore it).
+              ...(sharding.serverSide
+                ? { shardSelector: shardSelector([shard], sharding.count, shardKey) }
+                : {}),
+              accept,
+            }
+            : {}),
+          signal: period,
+        });
     const onPause = () => {
       this.#activity.delete(key); // a paused stream is not a stuck one
       for (const memory of queue.memories()) memory.spawner?.pauseAll();

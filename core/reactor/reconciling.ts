@@ -34,10 +34,9 @@ import {
   type CacheEvent,
   CacheMissError,
   type Informer,
-  InformerCache,
+  type InformerCache,
 } from "../client/caching.ts";
 import type { KubeClient } from "../client/client.ts";
-import { watchingOptions } from "../client/watching.ts";
 import type { IndexView, Memo } from "../intents/contexts.ts";
 import type {
   CacheReader,
@@ -69,6 +68,7 @@ import { sleep } from "../util/backoff.ts";
 import { WorkQueue } from "../util/workqueue.ts";
 import { effectiveShardKey, shardOfObject } from "../structs/shards.ts";
 import type { ShardSpace } from "./orchestration.ts";
+import type { SharedInformers } from "./sharing.ts";
 import { contains, firstDifference, mergedEquals } from "./_reconcile_apply.ts";
 
 /** What the reconcile controllers need. */
@@ -93,6 +93,8 @@ export interface ReconcileDeps {
   readonly resumed?: ((signal: AbortSignal) => Promise<void>) | undefined;
   /** Sharded replicas: the shard space; the held shards come by `serveShards()` (none before). */
   readonly sharding?: ShardSpace | undefined;
+  /** The operator's informer cache (shared with the reactor; disposed by its owner). */
+  readonly shared: SharedInformers;
   /** Stops everything. */
   readonly signal: AbortSignal;
 }
@@ -107,13 +109,7 @@ export class ReconcileControllers {
   /** @param deps Collaborators. */
   constructor(deps: ReconcileDeps) {
     this.#deps = deps;
-    const logger = deps.logger.child(["kopf", "cache"]);
-    this.cache = new InformerCache(deps.client.api, {
-      ...(deps.settings.caching.dropManagedFields ? {} : { transform: false as const }),
-      watching: watchingOptions(deps.settings.watching),
-      onError: (error, resource) =>
-        logger.warning(`Watching ${resourceName(resource)} failed: ${error.message}`),
-    });
+    this.cache = deps.shared.cache;
     this.#controllers = deps.registrations.map((r) => new ReconcileController(deps, this.cache, r));
   }
 
@@ -127,13 +123,9 @@ export class ReconcileControllers {
     await Promise.all(this.#controllers.map((c) => c.serveShards(shards)));
   }
 
-  /** Runs until the signal aborts, then drains and stops the cache. */
+  /** Runs until the signal aborts and the reconciles in flight are drained. */
   async run(): Promise<void> {
-    try {
-      await Promise.all(this.#controllers.map((c) => c.run()));
-    } finally {
-      await this.cache[Symbol.asyncDispose]();
-    }
+    await Promise.all(this.#controllers.map((c) => c.run()));
   }
 }
 
@@ -168,7 +160,8 @@ class ReconcileController {
     const resolved = await this.#resolve(selector);
     if (!resolved) return;
     this.#resource = resolved;
-    const scopes = this.#scopes();
+    const scopes = (resource: Resource) => this.#deps.shared.scopes(resource);
+    const bookkeeping = bookkeepingOf(this.#deps.settings);
     const filtered = !this.#deps.clusterwide && !this.#deps.namespaces.every(isLiteralNamespace);
     const served = (namespace: string | undefined) =>
       !filtered || namespace === undefined ||
@@ -188,7 +181,7 @@ class ReconcileController {
           this.#memos.delete(`${meta.namespace ?? ""}/${meta.name}`);
           return;
         }
-        if (worthReconciling(event, handler.statusChanges)) {
+        if (worthReconciling(event, handler.statusChanges, bookkeeping)) {
           enqueue({ namespace: meta.namespace, name: meta.name ?? "" });
         }
       });
@@ -327,15 +320,6 @@ class ReconcileController {
       await discovery.refresh(signal).catch(() => {});
     }
     return undefined;
-  }
-
-  #scopes(): (resource: Resource) => Array<{ namespace?: string }> {
-    const literal = !this.#deps.clusterwide && this.#deps.namespaces.length > 0 &&
-      this.#deps.namespaces.every(isLiteralNamespace);
-    return (resource) =>
-      literal && resource.namespaced
-        ? (this.#deps.namespaces as string[]).map((namespace) => ({ namespace }))
-        : [{}];
   }
 
   async #reconcile(key: string, workerSignal: AbortSignal): Promise<void> {
@@ -590,15 +574,54 @@ class ReconcileController {
 }
 
 /** Whether a change of a reconciled object is worth a reconcile. */
-function worthReconciling(event: CacheEvent, statusChanges: boolean): boolean {
-  const old = event.old;
-  if (!old || old.metadata?.uid !== event.object.metadata?.uid) return true;
-  return !deepEqual(essence(old, statusChanges), essence(event.object, statusChanges));
+/** The cause handlers' bookkeeping on objects: not a reason to reconcile. */
+interface Bookkeeping {
+  /** Annotation prefixes of the diff-base and progress storages (e.g. `kopf.zalando.org`). */
+  readonly prefixes: readonly string[];
+  /** The cause handlers' finalizer. */
+  readonly finalizer: string;
 }
 
-function essence(object: KubeObject, withStatus: boolean): unknown {
+/** What the cause handlers write to objects for themselves, from the settings. */
+function bookkeepingOf(settings: OperatorSettings): Bookkeeping {
+  const prefixes = new Set<string>();
+  const walk = (storage: unknown) => {
+    if (!storage || typeof storage !== "object") return;
+    const { prefix, storages } = storage as { prefix?: unknown; storages?: unknown };
+    if (typeof prefix === "string" && prefix) prefixes.add(prefix);
+    if (Array.isArray(storages)) storages.forEach(walk);
+  };
+  walk(settings.persistence.diffbaseStorage);
+  walk(settings.persistence.progressStorage);
+  return { prefixes: [...prefixes], finalizer: settings.persistence.finalizer };
+}
+
+function worthReconciling(
+  event: CacheEvent,
+  statusChanges: boolean,
+  bookkeeping: Bookkeeping,
+): boolean {
+  const old = event.old;
+  if (!old || old.metadata?.uid !== event.object.metadata?.uid) return true;
+  return !deepEqual(
+    essence(old, statusChanges, bookkeeping),
+    essence(event.object, statusChanges, bookkeeping),
+  );
+}
+
+function essence(object: KubeObject, withStatus: boolean, bookkeeping: Bookkeeping): unknown {
   const { resourceVersion: _rv, managedFields: _mf, generation: _g, ...meta } = object.metadata ??
     {};
+  // The cause handlers' progress, diff-base and finalizer (a mixed operator writes them after
+  // each cause) are theirs alone: no reconcile for them.
+  if (meta.annotations) {
+    meta.annotations = Object.fromEntries(
+      Object.entries(meta.annotations).filter(([key]) =>
+        !bookkeeping.prefixes.some((prefix) => key.startsWith(`${prefix}/`))
+      ),
+    );
+  }
+  if (meta.finalizers) meta.finalizers = meta.finalizers.filter((f) => f !== bookkeeping.finalizer);
   const { status, ...rest } = object;
   return { ...rest, metadata: meta, ...(withStatus ? { status } : {}) };
 }

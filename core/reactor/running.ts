@@ -40,6 +40,7 @@ import { sleep } from "../util/backoff.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type OperatorStats, Orchestrator } from "./orchestration.ts";
 import { ReconcileControllers } from "./reconciling.ts";
+import { SharedInformers } from "./sharing.ts";
 import { watchSelectors } from "./watch_selectors.ts";
 
 /** Any resource: only to validate the keys of the watch selectors at startup. */
@@ -292,6 +293,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         const peeringStop = new AbortController();
         let peered: Promise<void> | undefined;
         let coordinator: ShardCoordinator | undefined;
+        let shared: SharedInformers | undefined;
         try {
           const peering = await startPeering({
             api: client.api,
@@ -311,6 +313,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           });
           peered = peering?.finished;
           const posting = poster.run(signal);
+          // One informer cache for the reconcile handlers and whatever else reads their resources.
+          shared = registry.reconcilers().length
+            ? new SharedInformers({
+              client,
+              registrations: registry.reconcilers(),
+              settings,
+              logger,
+              namespaces,
+              clusterwide,
+            })
+            : undefined;
           const orchestrator = new Orchestrator({
             client,
             registry,
@@ -328,10 +341,11 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             ...(peering ? { paused: pause } : {}),
             observer,
             ...(sharding ? { sharding: sharding.space } : {}),
+            shared,
           });
           current = orchestrator;
-          // Level-based reconcile handlers run beside the reactor, over their own informer cache.
-          const reconcilers = registry.reconcilers().length
+          // Level-based reconcile handlers run beside the reactor, over the shared cache.
+          const reconcilers = shared
             ? new ReconcileControllers({
               client,
               registrations: registry.reconcilers(),
@@ -343,6 +357,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               indices: orchestrator.indices,
               ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
               ...(sharding ? { sharding: sharding.space } : {}),
+              shared,
               signal,
             })
             : undefined;
@@ -395,6 +410,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           await admission?.finished; // the managed webhook configurations are cleaned up by now
         } finally {
           await coordinator?.finished; // the shards' work stopped; their Leases are released
+          await shared?.[Symbol.asyncDispose](); // the cache's watches end with their readers
           // Our peering entries are removed only after the streams stopped.
           peeringStop.abort();
           await peered;
