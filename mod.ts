@@ -362,6 +362,7 @@ export {
   InformerCache,
   type InformerCacheOptions,
   type InformerScope,
+  type TapOptions,
 } from "./core/client/caching.ts";
 export {
   type QueueClock,
