@@ -108,6 +108,43 @@ interface Replica {
   readonly child: Deno.ChildProcess;
   readonly port: number;
   readonly runlog: string;
+  /** The replica's stdout and stderr. */
+  readonly output: string;
+  /** Ends when both are copied. */
+  readonly copies: Promise<unknown>;
+}
+
+/** Creation handlers that ran more than once (the runlog has one line per run). */
+function repeatedRuns(path: string): number {
+  try {
+    const names = Deno.readTextFileSync(path).split("\n").filter((l) => l.startsWith("create "));
+    return names.length - new Set(names).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** What a replica said about its shards: the lines that explain a stop and a re-take. */
+function shardEvents(path: string): {
+  renewalFailed: number;
+  membershipLapsed: number;
+  shardsTaken: number;
+  warnings: number;
+} {
+  const text = (() => {
+    try {
+      return Deno.readTextFileSync(path);
+    } catch {
+      return "";
+    }
+  })();
+  const count = (pattern: RegExp) => text.split("\n").filter((l) => pattern.test(l)).length;
+  return {
+    renewalFailed: count(/Cannot renew the shard membership/),
+    membershipLapsed: count(/Shard membership not renewed within/),
+    shardsTaken: count(/are held by others now/),
+    warnings: count(/WARNING|ERROR/i),
+  };
 }
 
 const rows: string[] = [];
@@ -140,10 +177,19 @@ for (const replicas of replicaCounts) {
         BENCH_NO_EVENTS: "1",
         BENCH_LEASE: lease,
       },
-      stdout: "null",
-      stderr: "null",
+      stdout: "piped",
+      stderr: "piped",
     }).spawn();
-    started.push({ id, child, port, runlog });
+    // The replica's own lines (warnings and errors: `-q`), kept to explain what the numbers show.
+    const output = `${dir}/${namespace}-${id}.out`;
+    const file = await Deno.open(output, { write: true, create: true, append: true });
+    const copies = Promise.all([
+      child.stdout.pipeTo(file.writable, { preventClose: true }),
+      child.stderr.pipeTo(
+        new WritableStream({ write: (chunk) => void file.writeSync(chunk) }),
+      ),
+    ]).finally(() => file.close());
+    started.push({ id, child, port, runlog, output, copies });
   }
   // Wait for the warm-up object to be handled and the shards to settle (a few rounds).
   await waitHandled(namespace, 1, 120_000);
@@ -158,6 +204,7 @@ for (const replicas of replicaCounts) {
   const per = await Promise.all(started.map(async (r, i) => ({
     id: r.id,
     handled: runs(r.runlog),
+    repeated: repeatedRuns(r.runlog),
     events: (await watchEvents(r.port)) - before[i]!,
     cpu: cpuSeconds(processTree(r.child.pid)) - cpuBefore[i]!,
     peakRssMiB: memoryMiB(processTree(r.child.pid), "VmHWM"),
@@ -184,6 +231,13 @@ for (const replicas of replicaCounts) {
       // already gone
     }
     await r.child.status;
+    await r.copies.catch(() => {});
+  }
+  const said = started.map((r) => ({ id: r.id, ...shardEvents(r.output) }));
+  // Kept for a look when something needs explaining (the temporary directory goes).
+  for (const r of started) {
+    await Deno.copyFile(r.output, `${ROOT}/bench/results/.last-scale-out-${replicas}-${r.id}.out`)
+      .catch(() => {});
   }
   await sleep(1_000);
   await audit.poll();
@@ -195,12 +249,25 @@ for (const replicas of replicaCounts) {
   const objectWrites = summarize(ours.filter((r) => r.resource === "kopfexamples")).writes;
   const leaseWrites = summarize(ours.filter((r) => r.resource === "leases")).writes;
   const writes = { objectWrites, perObject: objectWrites / objects, leaseWrites, objects };
-  const result = { replicas, count, shards, gateOn, seconds, takeoverSeconds, per, writes };
+  const result = {
+    replicas,
+    count,
+    shards,
+    gateOn,
+    seconds,
+    takeoverSeconds,
+    per,
+    said,
+    writes,
+  };
   results.push(result);
   log(JSON.stringify(result));
-  for (const p of per) {
+  for (const [i, p] of per.entries()) {
+    const lines = said[i]!;
     rows.push(
-      `| ${replicas} | ${p.id} | ${p.handled} | ${p.events} | ${p.cpu.toFixed(2)} | ` +
+      `| ${replicas} | ${p.id} | ${p.handled} | ${p.repeated} | ${lines.renewalFailed} / ${lines.membershipLapsed} / ${lines.shardsTaken} | ${p.events} | ${
+        p.cpu.toFixed(2)
+      } | ` +
         `${p.peakRssMiB.toFixed(0)} | ${seconds.toFixed(1)} | ${
           takeoverSeconds?.toFixed(1) ?? "—"
         } | ${objectWrites} (${writes.perObject.toFixed(2)}/object) | ${leaseWrites} |`,
@@ -221,8 +288,8 @@ console.log(
       gateOn ? "on" : "off"
     }; one run on this machine (the control plane and all replicas share its cores).`,
     "",
-    "| replicas | replica | create handlers run (incl. a warm-up object) | watch events kept (after the client-side filter) | CPU, s | peak RSS, MiB | all handled, s | after SIGKILL of one: N/10 more handled, s | writes to the objects, all replicas (audit log) | Lease writes, all replicas |",
-    "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| replicas | replica | create handlers run (incl. a warm-up object) | of them repeated | membership: renewals failed / lapses / shards taken | watch events kept (after the client-side filter) | CPU, s | peak RSS, MiB | all handled, s | after SIGKILL of one: N/10 more handled, s | writes to the objects, all replicas (audit log) | Lease writes, all replicas |",
+    "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows,
   ].join("\n"),
 );
