@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { Emulator } from "../../kits/emulator/mod.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import type { Resource } from "../structs/resources.ts";
+import { cm, CONFIGMAPS, until, withEmulator } from "./_test_support.ts";
 import {
   type CacheEvent,
   CacheMissError,
@@ -9,40 +8,8 @@ import {
   InformerCache,
   LAST_APPLIED_ANNOTATION,
 } from "./caching.ts";
-import { KubeClient } from "./client.ts";
-import { loadKubeconfig } from "./config.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-const CONFIGMAPS: Resource = {
-  group: "",
-  version: "v1",
-  plural: "configmaps",
-  singular: "configmap",
-  kind: "ConfigMap",
-  namespaced: true,
-  verbs: [],
-  shortNames: [],
-  categories: [],
-  subresources: [],
-  preferred: true,
-};
-
-async function withEmulator(
-  fn: (client: KubeClient, emulator: Emulator) => Promise<void>,
-): Promise<void> {
-  await using emulator = await Emulator.start();
-  using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
-  await fn(client, emulator);
-}
-
-function cm(name: string, data: Record<string, string> = {}, extra: object = {}): KubeObject {
-  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, ...extra }, data };
-}
-
-async function until(probe: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !probe(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(probe(), what);
-}
 
 Deno.test("dropManagedFields() drops managedFields and the kubectl last-applied annotation only", () => {
   const object: KubeObject = {
