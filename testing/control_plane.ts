@@ -28,11 +28,6 @@
  */
 
 import {
-  createCertificateAuthority,
-  generateKeyPair,
-  issueCertificate,
-} from "../kits/certificates.ts";
-import {
   checkBinaries,
   type Component,
   type ComponentName,
@@ -53,7 +48,13 @@ import {
   trySignal,
   waitUntil,
 } from "./plane/processes.ts";
-import { base64, compactEtcd } from "./plane/etcd.ts";
+import { compactEtcd } from "./plane/etcd.ts";
+import {
+  adminKubeconfig,
+  controllerManagerKubeconfig,
+  type Credentials,
+  writePki,
+} from "./plane/pki.ts";
 import { ExternalControlPlane } from "./plane/external.ts";
 
 export { compactEtcd } from "./plane/etcd.ts";
@@ -63,8 +64,6 @@ export {
   type DeleteNamespaceOptions,
 } from "./plane/namespaces.ts";
 
-/** Name of the cluster, user and context in the written kubeconfig. */
-const CONTEXT = "kopf-ts-test";
 /**
  * Options of {@link ControlPlane.start}.
  *
@@ -204,13 +203,6 @@ export interface SharedControlPlane extends ClusterAccess {
    * @returns The tails, one section per component.
    */
   logs(lines?: number): string;
-}
-
-interface Credentials {
-  readonly caPem: string;
-  readonly adminToken: string;
-  readonly adminCertPem: string;
-  readonly adminKeyPem: string;
 }
 
 /**
@@ -430,51 +422,9 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
     const signal = this.#options.signal;
     this.#watchdog = await spawnWatchdog(this.#runDir, dir);
 
-    // Credentials.
-    const ca = await createCertificateAuthority({ commonName: "kopf-ts-test-ca" });
-    const serving = await issueCertificate(ca, {
-      commonName: "kube-apiserver",
-      dnsNames: [
-        "localhost",
-        "kubernetes",
-        "kubernetes.default",
-        "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local",
-      ],
-      ipAddresses: ["127.0.0.1", "10.0.0.1"],
-      usages: "server",
-    });
-    const admin = await issueCertificate(ca, {
-      commonName: "admin",
-      organization: "system:masters",
-      usages: "client",
-    });
-    const sa = await generateKeyPair("rsa-2048");
-    const token = Array.from(
-      crypto.getRandomValues(new Uint8Array(24)),
-      (b) => b.toString(16).padStart(2, "0"),
-    ).join("");
-    this.#credentials = {
-      caPem: ca.certPem,
-      adminToken: token,
-      adminCertPem: admin.certPem,
-      adminKeyPem: admin.keyPem,
-    };
-    await Deno.mkdir(`${dir}/pki`, { mode: 0o700 });
+    const creds = await writePki(dir);
+    this.#credentials = creds;
     const secret = { mode: 0o600 };
-    await Deno.writeTextFile(`${dir}/pki/ca.crt`, ca.certPem);
-    await Deno.writeTextFile(`${dir}/pki/ca.key`, ca.keyPem, secret);
-    await Deno.writeTextFile(`${dir}/pki/apiserver.crt`, serving.certPem);
-    await Deno.writeTextFile(`${dir}/pki/apiserver.key`, serving.keyPem, secret);
-    await Deno.writeTextFile(`${dir}/pki/admin.crt`, admin.certPem);
-    await Deno.writeTextFile(`${dir}/pki/admin.key`, admin.keyPem, secret);
-    await Deno.writeTextFile(`${dir}/pki/sa.key`, sa.privateKeyPem, secret);
-    await Deno.writeTextFile(`${dir}/pki/sa.pub`, sa.publicKeyPem);
-    await Deno.writeTextFile(
-      `${dir}/pki/tokens.csv`,
-      `${token},admin,admin-uid,"system:masters"\n`,
-      secret,
-    );
 
     // etcd.
     await this.#startWithFreePorts("etcd", 2, deadline, async ([client, peer]) => {
@@ -503,7 +453,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
     });
 
     // kube-apiserver.
-    const http = Deno.createHttpClient({ caCerts: [ca.certPem] });
+    const http = Deno.createHttpClient({ caCerts: [creds.caPem] });
     try {
       await this.#startWithFreePorts("kube-apiserver", 1, deadline, async ([port]) => {
         this.#server = `https://127.0.0.1:${port}`;
@@ -540,11 +490,19 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
         await this.#startApiServer(deadline);
       });
 
-      await Deno.writeTextFile(this.kubeconfigPath, this.#kubeconfig(), secret);
+      await Deno.writeTextFile(
+        this.kubeconfigPath,
+        adminKubeconfig(this.#server, this.#creds()),
+        secret,
+      );
       if (!withKcm) return;
 
       // kube-controller-manager (uses the admin client certificate).
-      await Deno.writeTextFile(`${dir}/kcm.kubeconfig`, this.#kcmKubeconfig(), secret);
+      await Deno.writeTextFile(
+        `${dir}/kcm.kubeconfig`,
+        controllerManagerKubeconfig(this.#server, dir),
+        secret,
+      );
       await this.#spawn(
         "kube-controller-manager",
         `${binDir}/kube-controller-manager`,
@@ -574,7 +532,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
             `${this.#server}/api/v1/namespaces/default/serviceaccounts/default`,
             {
               client: http,
-              headers: { authorization: `Bearer ${token}` },
+              headers: { authorization: `Bearer ${creds.adminToken}` },
               signal: AbortSignal.timeout(5_000),
             },
           );
@@ -636,63 +594,6 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
     this.#components.push(component);
     await Deno.writeTextFile(`${this.#runDir}/children.pids`, `${child.pid}\n`, { append: true });
     return component;
-  }
-
-  #kubeconfig(): string {
-    const creds = this.#creds();
-    return [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters:",
-      `- name: ${CONTEXT}`,
-      "  cluster:",
-      `    server: ${this.#server}`,
-      `    certificate-authority-data: ${base64(creds.caPem)}`,
-      "users:",
-      `- name: ${CONTEXT}`,
-      "  user:",
-      `    token: ${creds.adminToken}`,
-      `- name: ${CONTEXT}-cert`,
-      "  user:",
-      `    client-certificate-data: ${base64(creds.adminCertPem)}`,
-      `    client-key-data: ${base64(creds.adminKeyPem)}`,
-      "contexts:",
-      `- name: ${CONTEXT}`,
-      "  context:",
-      `    cluster: ${CONTEXT}`,
-      `    user: ${CONTEXT}`,
-      `- name: ${CONTEXT}-cert`,
-      "  context:",
-      `    cluster: ${CONTEXT}`,
-      `    user: ${CONTEXT}-cert`,
-      `current-context: ${CONTEXT}`,
-      "",
-    ].join("\n");
-  }
-
-  #kcmKubeconfig(): string {
-    const dir = this.#dir;
-    return [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters:",
-      `- name: ${CONTEXT}`,
-      "  cluster:",
-      `    server: ${this.#server}`,
-      `    certificate-authority: ${dir}/pki/ca.crt`,
-      "users:",
-      `- name: ${CONTEXT}`,
-      "  user:",
-      `    client-certificate: ${dir}/pki/admin.crt`,
-      `    client-key: ${dir}/pki/admin.key`,
-      "contexts:",
-      `- name: ${CONTEXT}`,
-      "  context:",
-      `    cluster: ${CONTEXT}`,
-      `    user: ${CONTEXT}`,
-      `current-context: ${CONTEXT}`,
-      "",
-    ].join("\n");
   }
 
   async #waitForApiServer(deadline: number): Promise<void> {
