@@ -3,7 +3,7 @@
  * that is reconciled (or owned) and also has cause handlers, raw-event handlers and an index is
  * listed and watched once; every kind of handler still gets its own semantics (raw event types,
  * one creation, the index filled, deletion seen); with namespace patterns the one cluster-wide
- * watch feeds each namespace's stream.
+ * watch feeds each namespace's stream; a paused peer leaves the shared stream and rejoins it.
  */
 
 import assert from "node:assert/strict";
@@ -11,6 +11,8 @@ import { index } from "../core/api/indexing.ts";
 import { on } from "../core/api/on.ts";
 import { reconcile } from "../core/api/reconciling.ts";
 import type { KubeClient } from "../core/client/client.ts";
+import { NAMESPACED_PEERINGS } from "../core/engines/peering.ts";
+import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { type InProcessOperator, startOperator } from "./_operator.ts";
@@ -192,5 +194,50 @@ Deno.test(
     assert.ok(!seen.created.includes("outside") && !seen.reconciled.has("outside"));
     assert.ok(!seen.events.some((e) => e.endsWith(":outside")), "nothing of other namespaces");
     assert.deepEqual(requests(op, "kopfexamples"), { lists: 1, watches: 1 });
+  },
+);
+
+Deno.test(
+  "one informer cache under peering: a paused operator's cause handlers leave the shared stream and rejoin it at the resume with nothing repeated (X-REC-10, PEER-01)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    await applyCrds(client, "crds/peering.yaml");
+    const namespace = await testNamespace("sharepeer");
+    await client.api.create(NAMESPACED_PEERINGS, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfPeering",
+      metadata: { name: "default" },
+    }, { namespace });
+    const peered = (seen: Seen, identity: string, priority: number) =>
+      startOperator(setup(seen), {
+        namespaces: [namespace],
+        standalone: false,
+        priority,
+        identity,
+        settings: createSettings({ posting: { enabled: false }, peering: { lifetime: 4 } }),
+      });
+    const low = fresh();
+    await using lowOp = await peered(low, "low", 10);
+    await lowOp.ready;
+    await client.api.create(KOPFEXAMPLES, example("a"), { namespace });
+    await eventually(() => low.created.includes("a"), 30_000, "low creates a");
+    const high = fresh();
+    const highOp = await peered(high, "high", 20);
+    try {
+      await lowOp.waitForLog(/Pausing operations in favour of high/);
+      await highOp.ready;
+      await client.api.create(KOPFEXAMPLES, example("b"), { namespace });
+      await eventually(() => high.created.includes("b"), 30_000, "high creates b");
+    } finally {
+      await highOp.stop();
+    }
+    await lowOp.waitForLog(/Resuming operations after the pause/);
+    await client.api.create(KOPFEXAMPLES, example("c"), { namespace });
+    await eventually(() => low.created.includes("c"), 30_000, "the resumed low creates c");
+    await sleep(500);
+    assert.deepEqual(low.created.sort(), ["a", "c"], "a not again, b handled by high already");
+    assert.ok(low.indexed().includes("b"), "the index followed the resume's listing");
   },
 );

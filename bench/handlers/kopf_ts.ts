@@ -43,6 +43,14 @@ on.update(plural, function update_fn({ name, spec }) {
   return { value: spec["value"] ?? null, started };
 });
 
+// `BENCH_MAX_WORKERS=N`: at most N processing cycles at once (`settings.execution.maxWorkers`).
+const maxWorkers = Number(Deno.env.get("BENCH_MAX_WORKERS") ?? 0);
+if (maxWorkers > 0) {
+  on.startup(function bounded({ settings }) {
+    settings.execution.maxWorkers = maxWorkers;
+  });
+}
+
 if (Deno.env.get("BENCH_NO_EVENTS") === "1") {
   on.startup(function no_events({ settings }) {
     settings.posting.enabled = false;
