@@ -32,25 +32,55 @@ export class LeadershipLostError extends Error {
   }
 }
 
+/** Where {@link replicaIdentity} reads from (the real process by default; tests pass their own). */
+export interface IdentitySources {
+  /** Reads an environment variable. @default Deno.env.get (undefined without --allow-env) */
+  readonly env?: (name: string) => string | undefined;
+  /** The host name. @default Deno.hostname() ("localhost" without --allow-sys) */
+  readonly hostname?: () => string;
+  /** The random suffix. @default 8 hex digits of a random UUID */
+  readonly suffix?: () => string;
+}
+
 /**
  * A holder identity for a replica: `POD_NAME` (or `POD_ID`), else the host name, with a random
  * suffix so that a restarted process never mistakes its predecessor's claim for its own.
- * @returns E.g. `my-operator-7d9f-x2 _3f9a1c2e`.
+ * @param sources Where to read from instead of the process (for tests).
+ * @returns E.g. `my-operator-7d9f-x2_3f9a1c2e`.
  */
-export function replicaIdentity(): string {
-  const env = (name: string) => {
+export function replicaIdentity(sources: IdentitySources = {}): string {
+  const env = sources.env ?? ((name: string) => {
     try {
       return Deno.env.get(name);
     } catch {
       return undefined;
     }
-  };
-  let host = "localhost";
-  try {
-    host = Deno.hostname();
-  } catch { /* no --allow-sys */ }
-  const base = env("POD_NAME") || env("POD_ID") || host;
-  return `${base}_${crypto.randomUUID().slice(0, 8)}`;
+  });
+  const hostname = sources.hostname ?? (() => {
+    try {
+      return Deno.hostname();
+    } catch {
+      return "localhost"; // no --allow-sys
+    }
+  });
+  const suffix = sources.suffix ?? (() => crypto.randomUUID().slice(0, 8));
+  const base = env("POD_NAME") || env("POD_ID") || hostname();
+  return `${base}_${suffix()}`;
+}
+
+/**
+ * The namespace of the scale-out Leases: the configured one, else the operator's own (the
+ * connection's default namespace: the service account's in a pod, the kubeconfig context's
+ * outside), else `default`.
+ * @param configured `settings.leadership.namespace` or `settings.sharding.namespace`.
+ * @param connectionNamespace The connection's default namespace, if any.
+ * @returns The namespace to keep the Leases in.
+ */
+export function leaseNamespace(
+  configured: string | null | undefined,
+  connectionNamespace: string | undefined,
+): string {
+  return configured || connectionNamespace || "default";
 }
 
 /** What the elector needs. */

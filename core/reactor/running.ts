@@ -23,7 +23,7 @@ import {
 } from "../client/connection_fields.ts";
 import { runActivity } from "../engines/activities.ts";
 import { startAdmission } from "../engines/admission.ts";
-import { LeaderElector, replicaIdentity } from "../engines/leadership.ts";
+import { LeaderElector, leaseNamespace, replicaIdentity } from "../engines/leadership.ts";
 import { detectShardedWatches, ShardCoordinator } from "../engines/sharding.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
@@ -233,8 +233,10 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         ? new LeaderElector({
           api: client.api,
           settings: settings.leadership,
-          namespace: settings.leadership.namespace ?? client.http.connection.namespace ??
-            "default",
+          namespace: leaseNamespace(
+            settings.leadership.namespace,
+            client.http.connection.namespace,
+          ),
           identity: settings.leadership.identity ?? replicaIdentity(),
           logger: logger.child(["kopf", "leadership"]),
         })
@@ -470,7 +472,7 @@ async function startSharding(
   signal: AbortSignal,
 ) {
   const s = settings.sharding;
-  const namespace = s.namespace ?? client.http.connection.namespace ?? "default";
+  const namespace = leaseNamespace(s.namespace, client.http.connection.namespace);
   const identity = s.identity ?? replicaIdentity();
   let serverSide = false;
   if (s.serverSide === "auto") {
