@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
-import { daemon } from "../core/api/spawning.ts";
+import { daemon, timer } from "../core/api/spawning.ts";
 import { KubeClient } from "../core/client/client.ts";
 import type { Lease } from "../core/client/leases.ts";
 import { LEASES } from "../core/client/leases.ts";
@@ -20,6 +20,7 @@ import {
   eventually,
   KOPFEXAMPLES,
   PausableTcpProxy,
+  sleep,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -208,6 +209,99 @@ Deno.test(
     } finally {
       proxy.resume();
       await op.stop().catch(() => {});
+      await proxy[Symbol.asyncDispose]();
+    }
+  },
+);
+
+Deno.test(
+  "onLost: standby: a leader that cannot renew stops handling at once (its handler's signal, daemon and timer), stays alive, and leads and handles again once the API answers (X-SCALE-04)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-standby");
+    using _ = client;
+    await createExample(client, namespace, "d");
+    const server = new URL(client.http.connection.server);
+    const proxy = new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
+    const proxied = new KubeClient({
+      ...client.http.connection,
+      server: `https://127.0.0.1:${proxy.port}`,
+    });
+    const daemons: Array<{ stopped?: string }> = [];
+    const ticks: number[] = [];
+    const runs: Array<{ name: string; aborted?: string }> = [];
+    const only = (name: string) => ({ when: (c: { name?: string }) => c.name === name });
+    const op = await startOperator((registry) => {
+      daemon("kopfexamples", { registry, ...only("d") }, async function worker({ signal }) {
+        const life: { stopped?: string } = {};
+        daemons.push(life);
+        await new Promise<void>((resolve) =>
+          signal.addEventListener("abort", () => resolve(), { once: true })
+        );
+        life.stopped = String(signal.reason);
+      });
+      timer("kopfexamples", { registry, interval: 0.3, ...only("d") }, function tick() {
+        ticks.push(performance.now());
+      });
+      on.create("kopfexamples", { registry }, async function create_fn({ name, signal }) {
+        const run: { name: string; aborted?: string } = { name: name ?? "" };
+        runs.push(run);
+        // The first run of 'slow' is in flight when the leadership goes; later runs finish.
+        if (name === "slow" && runs.filter((r) => r.name === "slow").length === 1) {
+          await new Promise<void>((resolve) =>
+            signal.addEventListener("abort", () => resolve(), { once: true })
+          );
+          run.aborted = String(signal.reason);
+          throw signal.reason;
+        }
+      });
+    }, {
+      namespaces: [namespace],
+      client: proxied,
+      settings: settings(namespace, (s) => (s.leadership.onLost = "standby")),
+    });
+    try {
+      await eventually(() => daemons.length === 1 && ticks.length >= 2, 30_000, "daemon, timer");
+      await createExample(client, namespace, "slow");
+      await eventually(() => runs.some((r) => r.name === "slow"), 30_000, "'slow' in flight");
+
+      proxy.pause();
+      await op.waitForLog(/Leadership lost: could not renew/, 30_000);
+      await eventually(
+        () => daemons[0]!.stopped !== undefined && runs[runs.length - 1]!.aborted !== undefined,
+        30_000,
+        "the daemon stopped and the handler in flight aborted",
+      );
+      // Aborted by the loss itself, not after the grace a graceful stop gives (exitTimeout).
+      assert.match(runs.find((r) => r.name === "slow")!.aborted!, /^LeadershipLostError: /);
+      const ticked = ticks.length;
+      await sleep(1_500); // a negative check: a timer still running would tick 5 times by now
+      assert.equal(ticks.length, ticked, "the timer stopped");
+      assert.equal(daemons.length, 1, "no daemon started while not leading");
+      assert.ok(!op.logs.some((e) => /Operator stopped/.test(e.message)), "still running");
+
+      proxy.resume();
+      await eventually(
+        () => op.logs.filter((e) => /Leading: acquired Lease/.test(e.message)).length === 2,
+        30_000,
+        "leading again",
+      );
+      await eventually(() => daemons.length === 2, 30_000, "the daemon started again");
+      const resumed = ticks.length;
+      await eventually(() => ticks.length > resumed, 30_000, "the timer ticking again");
+      await createExample(client, namespace, "after");
+      await eventually(() => runs.some((r) => r.name === "after"), 30_000, "'after' handled");
+      await eventually(
+        () => runs.filter((r) => r.name === "slow").length === 2,
+        30_000,
+        "the aborted 'slow' run again",
+      );
+      assert.equal(daemons[1]!.stopped, undefined, "the new daemon runs");
+      assert.deepEqual(runs.map((r) => r.name).sort(), ["after", "d", "slow", "slow"]);
+      assert.ok(!op.logs.some((e) => /Operator stopped/.test(e.message)), "never exited");
+    } finally {
+      proxy.resume();
+      await op.stop();
       await proxy[Symbol.asyncDispose]();
     }
   },

@@ -74,6 +74,11 @@ export interface OrchestrationDeps {
   readonly limiter?: Semaphore | undefined;
   /** Stops everything. */
   readonly signal: AbortSignal;
+  /**
+   * Aborts the handlers and requests in flight at once, with no time to finish (a lost
+   * leadership: another replica may lead soon); `signal` must abort too.
+   */
+  readonly halt?: AbortSignal | undefined;
   /** Called once every initially served stream has listed its objects. */
   readonly onReady?: (() => void) | undefined;
   /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
@@ -503,7 +508,12 @@ export class Orchestrator {
     // start (or the shard's next holder) then repeats nothing. The fault suite found a handler
     // whose result was lost to a stop right after it ran, and ran it again after the restart.
     const work = new AbortController();
-    const workSignal = role === "index" ? signal : work.signal;
+    const halt = this.#deps.halt;
+    const workSignal = role === "index"
+      ? signal
+      : halt
+      ? AbortSignal.any([work.signal, halt])
+      : work.signal;
     const deps: ProcessingDeps = {
       api: this.#deps.client.api,
       resource,

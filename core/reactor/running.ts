@@ -289,7 +289,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       }
       const leaseLabels = { name: settings.leadership.name };
       if (leader) observer?.state("leader", 0, leaseLabels);
-      const serve = async (signal: AbortSignal): Promise<void> => {
+      const serve = async (signal: AbortSignal, halt?: AbortSignal): Promise<void> => {
         const pause = new OperatorPause();
         currentPause = pause;
         const peeringStop = new AbortController();
@@ -344,6 +344,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             observer,
             ...(sharding ? { sharding: sharding.space } : {}),
             shared,
+            halt,
           });
           current = orchestrator;
           // Level-based reconcile handlers run beside the reactor, over the shared cache.
@@ -424,7 +425,8 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           if (leader && !(await leader.acquire(signal))) break;
           if (leader) observer?.state("leader", 1, leaseLabels);
           try {
-            await serve(leader ? AbortSignal.any([signal, leader.lost]) : signal);
+            // A lost Lease aborts the handlers in flight at once: no time to finish them.
+            await serve(leader ? AbortSignal.any([signal, leader.lost]) : signal, leader?.lost);
           } finally {
             await leader?.release();
             if (leader) observer?.state("leader", 0, leaseLabels);
