@@ -4,7 +4,8 @@
  * Layers, lowest first (see docs/architecture.md): core/util, core/structs, core/settings,
  * core/client, core/actions, core/intents, core/engines, core/reactor, core/api, kits, then the
  * top (mod.ts, cli.ts) and testing/. A file may import its own layer or lower ones. Test files
- * (`*_test.ts`) and `tests/`, `tools/`, `bench/`, `examples/` are exempt.
+ * (`*_test.ts`), their shared scaffolding (`_test_support.ts`) and `tests/`, `tools/`, `bench/`,
+ * `examples/` are exempt.
  *
  * Usage: deno run -A tools/check_layers.ts
  * @module
@@ -52,7 +53,7 @@ const problems: string[] = [];
 
 for await (const path of walk(root.replace(/\/$/, ""))) {
   const rel = path.slice(root.length);
-  if (rel.endsWith("_test.ts") || /^(tests|tools|bench|examples)\//.test(rel)) continue;
+  if (/_test(_support)?\.ts$/.test(rel) || /^(tests|tools|bench|examples)\//.test(rel)) continue;
   const own = rankOf(rel);
   if (own === undefined) continue;
   const text = await Deno.readTextFile(path);
