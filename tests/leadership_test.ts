@@ -2,7 +2,9 @@
  * Leader election against the real API server: two replicas, only the holder of the Lease
  * handles and the standby sends nothing but Lease requests; a graceful stop releases the Lease
  * so the standby takes over at once; SIGTERM and SIGKILL of a `kopf run --leader-elect` leader;
- * a leader cut off from the API server stops handling after the renew deadline.
+ * a leader cut off from the API server stops handling after the renew deadline (and exits, or
+ * with `onLost: "standby"` leads again once it can); with peering, `kopf freeze` pauses the
+ * leader while the standby stays idle; two operators embedded with `start()` in one process.
  * Lease timings are shortened (lease 4 s, deadline 3 s, retry 0.5 s) so expiries fit a test.
  */
 
@@ -13,12 +15,16 @@ import { KubeClient } from "../core/client/client.ts";
 import type { Lease } from "../core/client/leases.ts";
 import { LEASES } from "../core/client/leases.ts";
 import { LeadershipLostError } from "../core/engines/leadership.ts";
+import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/peering.ts";
+import { main } from "../core/api/cli.ts";
+import { OperatorRegistry, start } from "../mod.ts";
 import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";
 import {
   applyCrds,
   eventually,
   KOPFEXAMPLES,
+  kubeconfigPath,
   PausableTcpProxy,
   sleep,
   testClient,
@@ -303,6 +309,118 @@ Deno.test(
       proxy.resume();
       await op.stop();
       await proxy[Symbol.asyncDispose]();
+    }
+  },
+);
+
+Deno.test(
+  "leader election with peering: only the leader is a peer; kopf freeze pauses the leader, the standby stays idle, kopf resume resumes the leader (X-SCALE-05)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-peer");
+    using _ = client;
+    await applyCrds(client, "crds/peering.yaml");
+    await client.api.create(NAMESPACED_PEERINGS, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfPeering",
+      metadata: { name: "default" },
+    }, { namespace });
+    const peers = async () => {
+      const object = await client.api.get(NAMESPACED_PEERINGS, "default", { namespace });
+      return parsePeers(object.status).map((p) => p.identity).sort();
+    };
+    const seenA: string[] = [];
+    const seenB: string[] = [];
+    const start = (seen: string[], id: string) =>
+      startOperator(recording(seen), {
+        namespaces: [namespace],
+        standalone: false,
+        identity: `peer-${id}`,
+        settings: settings(namespace, (s) => {
+          s.leadership.identity = `replica-${id}`;
+          s.peering.lifetime = 60;
+        }),
+      });
+    const a = await start(seenA, "a");
+    try {
+      await a.waitForLog(/Leading: acquired Lease/);
+      await using b = await start(seenB, "b");
+      await b.waitForLog(/Standing by: Lease .* is held by replica-a/);
+      await a.ready;
+      await eventually(async () => (await peers()).join() === "peer-a", 30_000, "a peer");
+      const atFreeze = b.client.counters.snapshot();
+
+      const out: string[] = [];
+      const write = (line: string) => out.push(line);
+      const scope = ["-n", namespace, "--kubeconfig", await kubeconfigPath(), "--id", "tester"];
+      assert.equal(await main(["freeze", ...scope, "--lifetime", "60"], { write }), 0, `${out}`);
+      await a.waitForLog(/Pausing operations in favour of tester \(priority 100\)/);
+      await createExample(client, namespace, "frozen");
+      await sleep(1_500); // a negative check: give a wrongly running operator time to react
+      assert.deepEqual([...seenA, ...seenB], [], "nobody handles while the leader is frozen");
+      assert.ok(!b.logs.some((e) => /Leading:/.test(e.message)), "the standby stays a standby");
+      assert.ok(!b.logs.some((e) => /Pausing/.test(e.message)), "the standby is not a peer");
+      assert.deepEqual(await peers(), ["peer-a", "tester"]);
+
+      assert.equal(await main(["resume", ...scope], { write }), 0, `${out}`);
+      await a.waitForLog(/Resuming operations after the pause/);
+      await eventually(() => seenA.includes("frozen"), 30_000, "the leader to handle 'frozen'");
+      const standby = b.client.counters.since(atFreeze);
+      assert.equal(standby.count(), standby.count({ resource: "leases" }), "nothing but Leases");
+      assert.deepEqual(seenB, []);
+    } finally {
+      await a.stop();
+    }
+  },
+);
+
+Deno.test(
+  "embedding: two operators started with kopf's start() and settings.leadership in one process; only one handles, the other takes over when it stops (X-SCALE-01)",
+  opts,
+  async () => {
+    const { client, namespace } = await setup("lead-embed");
+    using _ = client;
+    const seen: Array<{ name: string; by: string }> = [];
+    const clients: KubeClient[] = [];
+    const embedded = async (id: string) => {
+      const registry = new OperatorRegistry();
+      on.create("kopfexamples", { registry }, function create_fn({ name }) {
+        seen.push({ name: name ?? "", by: id });
+      });
+      const logs: string[] = [];
+      const own = await testClient();
+      clients.push(own);
+      const operator = start({
+        registry,
+        namespaces: [namespace],
+        standalone: true,
+        client: own,
+        settings: settings(namespace, (s) => (s.leadership.identity = id)),
+        listeners: [(entry) => logs.push(entry.message)],
+      });
+      return { operator, logs };
+    };
+    const one = await embedded("one");
+    await eventually(() => one.logs.some((l) => /Leading:/.test(l)), 30_000, "one leads");
+    const two = await embedded("two");
+    try {
+      await eventually(() => two.logs.some((l) => /Standing by/.test(l)), 30_000, "two stands by");
+      await one.operator.ready;
+      await createExample(client, namespace, "first");
+      await eventually(() => seen.length === 1, 30_000, "'first' handled");
+      await sleep(1_000); // a negative check: the standby must not handle it too
+      assert.deepEqual(seen, [{ name: "first", by: "one" }]);
+
+      await one.operator.stop();
+      await eventually(() => two.logs.some((l) => /Leading:/.test(l)), 30_000, "two leads");
+      await createExample(client, namespace, "second");
+      await eventually(() => seen.length === 2, 30_000, "'second' handled");
+      await sleep(1_000);
+      assert.deepEqual(seen, [{ name: "first", by: "one" }, { name: "second", by: "two" }]);
+    } finally {
+      await one.operator.stop();
+      await two.operator.stop();
+      for (const own of clients) own[Symbol.dispose]();
     }
   },
 );
