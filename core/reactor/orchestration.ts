@@ -167,6 +167,15 @@ export class Orchestrator {
   }
 
   /**
+   * Resolves when every index listed and indexed its objects (Kopf's readiness gate: no handler
+   * runs on a partial index), or when the signal aborts.
+   * @param signal Stops waiting.
+   */
+  indexed(signal: AbortSignal): Promise<void> {
+    return this.#readiness.wait(signal);
+  }
+
+  /**
    * The memo of an object the operator holds in memory (for admission reviews of changes).
    * @param uid The object's uid.
    * @returns Its memo, or `undefined` when the object is not known here.

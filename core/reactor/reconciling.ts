@@ -89,6 +89,8 @@ export interface ReconcileDeps {
   readonly clusterwide: boolean;
   /** The operator's indices. */
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /** Resolves once every index is filled (the indexing readiness gate); none starts before. */
+  readonly indexed?: ((signal: AbortSignal) => Promise<void>) | undefined;
   /** Resolves while the operator is not paused (peering); no reconcile starts while paused. */
   readonly resumed?: ((signal: AbortSignal) => Promise<void>) | undefined;
   /** Sharded replicas: the shard space; the held shards come by `serveShards()` (none before). */
@@ -323,6 +325,7 @@ class ReconcileController {
   }
 
   async #reconcile(key: string, workerSignal: AbortSignal): Promise<void> {
+    await this.#deps.indexed?.(this.#deps.signal); // as cause handlers: never on a partial index
     await this.#deps.resumed?.(this.#deps.signal);
     if (this.#deps.signal.aborted) return;
     const { handler } = this.#registration;

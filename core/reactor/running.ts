@@ -358,6 +358,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               namespaces,
               clusterwide,
               indices: orchestrator.indices,
+              indexed: (s: AbortSignal) => orchestrator.indexed(s),
               ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
               ...(sharding ? { sharding: sharding.space } : {}),
               shared,
