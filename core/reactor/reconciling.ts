@@ -91,8 +91,11 @@ export interface ReconcileDeps {
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
   /** Resolves once every index is filled (the indexing readiness gate); none starts before. */
   readonly indexed?: ((signal: AbortSignal) => Promise<void>) | undefined;
-  /** Resolves while the operator is not paused (peering); no reconcile starts while paused. */
-  readonly resumed?: ((signal: AbortSignal) => Promise<void>) | undefined;
+  /** The operator's pause (peering); no reconcile starts while paused. */
+  readonly pause?: {
+    readonly paused: boolean;
+    resumed(signal: AbortSignal): Promise<void>;
+  } | undefined;
   /** Sharded replicas: the shard space; the held shards come by `serveShards()` (none before). */
   readonly sharding?: ShardSpace | undefined;
   /** The operator's informer cache (shared with the reactor; disposed by its owner). */
@@ -326,7 +329,15 @@ class ReconcileController {
 
   async #reconcile(key: string, workerSignal: AbortSignal): Promise<void> {
     await this.#deps.indexed?.(this.#deps.signal); // as cause handlers: never on a partial index
-    await this.#deps.resumed?.(this.#deps.signal);
+    const pause = this.#deps.pause;
+    if (pause?.paused) {
+      // Taken while paused: hold the key until the resume, then queue it again. Changes in the
+      // meantime only mark it as added again (it is "processing"), so the resume brings one
+      // reconcile, not this one plus another for the changes that came while it waited.
+      await pause.resumed(this.#deps.signal);
+      this.#queue.add(key);
+      return;
+    }
     if (this.#deps.signal.aborted) return;
     const { handler } = this.#registration;
     const slash = key.indexOf("/");

@@ -359,7 +359,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               clusterwide,
               indices: orchestrator.indices,
               indexed: (s: AbortSignal) => orchestrator.indexed(s),
-              ...(peering ? { resumed: (s: AbortSignal) => pause.resumed(s) } : {}),
+              ...(peering ? { pause } : {}),
               ...(sharding ? { sharding: sharding.space } : {}),
               shared,
               signal,
