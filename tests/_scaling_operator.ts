@@ -3,7 +3,10 @@
  * sharded replicas). Each handler run prints one line `RUN <handler> <namespace>/<name> <replica>`
  * (the replica's name comes from `$REPLICA`), so a test can count the runs over all replicas,
  * even of a replica it killed. `$KOPF_TEST_LEASE` = `duration,deadline,retry` shortens the Lease
- * timings so that expiries happen within a test.
+ * timings so that expiries happen within a test. `$KOPF_TEST_SLOW` = seconds makes the create
+ * handler slow, printing `START create <namespace>/<name> <replica>` when it begins (so a test
+ * can see which handlers are in flight). The create and update handlers return their replica
+ * (and the value handled), so the objects' status shows whose completed run was persisted.
  */
 import { on } from "../mod.ts";
 
@@ -24,13 +27,22 @@ on.startup(function timings({ settings }) {
   if (shards) settings.sharding.shards = Number(shards);
 });
 
-on.create("kopfexamples", function create_fn({ namespace, name }) {
+const slow = Number(Deno.env.get("KOPF_TEST_SLOW") ?? 0);
+
+on.create("kopfexamples", async function create_fn({ namespace, name, signal }) {
+  if (slow) {
+    console.log(`START create ${namespace}/${name} ${replica}`);
+    await new Promise((resolve) => setTimeout(resolve, slow * 1000));
+    signal.throwIfAborted();
+  }
   say("create", namespace, name);
   return { replica };
 });
 
 on.update("kopfexamples", function update_fn({ namespace, name, spec }) {
-  say(`update:${(spec as { value?: number }).value ?? ""}`, namespace, name);
+  const value = (spec as { value?: number }).value;
+  say(`update:${value ?? ""}`, namespace, name);
+  return { replica, value };
 });
 
 on.delete("kopfexamples", function delete_fn({ namespace, name }) {

@@ -2,9 +2,10 @@
  * Sharded replicas against the real API server (feature gate ShardedListAndWatch on, as on the
  * suite's shared plane): every object handled by exactly one replica; scaling 1 → 3 → 1 while
  * objects are created and changed runs no completed handler twice, loses no change and causes no
- * deletion handling; SIGKILL of one of three `kopf run --shards` replicas: the others take its
- * shards over after the lease expires; `kopf shards` prints the holders. The fallback with the
- * gate off runs on a private plane.
+ * deletion handling and no finalizer change (a watch of the test sees every version); SIGKILL of
+ * one of three `kopf run --shards` replicas mid-run, with its handlers in flight: the others take
+ * its shards over after the lease expires and finish its work; `kopf shards` prints the holders.
+ * The fallback with the gate off (also scaled 1 → 2 → 1) runs on a private plane.
  * Lease timings are shortened (lease 4 s, deadline 3 s, retry 0.5 s), and 8 shards instead of 32.
  */
 
@@ -17,7 +18,8 @@ import { readShardStatus } from "../core/engines/sharding.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
-import { ControlPlane } from "../testing/control_plane.ts";
+import { ControlPlane, createTestNamespace } from "../testing/control_plane.ts";
+import { watcher } from "../core/client/watching.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import { type InProcessOperator, spawnOperator, startOperator } from "./_operator.ts";
@@ -30,6 +32,7 @@ import {
   applyCrdObjects,
   applyCrds,
   eventually,
+  FINALIZER,
   KOPFEXAMPLES,
   kubeconfigPath,
   sleep,
@@ -133,6 +136,71 @@ async function balanced(
   );
 }
 
+/** What a watch of the namespace saw of every object's versions (the test's own stream). */
+interface Observed {
+  /** Per object, whose create results were ever persisted (`status.create_fn.replica`). */
+  readonly creates: Map<string, Set<string>>;
+  /** Per `name value`, whose update results were ever persisted (`status.update_fn`). */
+  readonly updates: Map<string, Set<string>>;
+  /** Per object, its successive distinct finalizer lists (as JSON). */
+  readonly finalizers: Map<string, string[]>;
+  /** Watch requests opened after the first (each a possible gap: should stay 0). */
+  reconnects(): number;
+  /** Ends the watch. */
+  stop(): Promise<void>;
+}
+
+/** Watches the namespace's objects from now on, recording every version. */
+function observe(client: KubeClient, namespace: string): Observed {
+  const controller = new AbortController();
+  const creates = new Map<string, Set<string>>();
+  const updates = new Map<string, Set<string>>();
+  const finalizers = new Map<string, string[]>();
+  const add = (map: Map<string, Set<string>>, key: string, value: string) =>
+    map.set(key, (map.get(key) ?? new Set()).add(value));
+  let reconnects = 0;
+  const done = (async () => {
+    const stream = watcher(client.api, KOPFEXAMPLES, { namespace, signal: controller.signal });
+    for await (const event of stream) {
+      if (event.type === "connected" && event.reason !== "initial") reconnects++;
+      if (event.type !== "apply" && event.type !== "initApply") continue;
+      const name = event.object.metadata?.name ?? "";
+      const status = event.object.status as
+        | { create_fn?: { replica?: string }; update_fn?: { replica?: string; value?: number } }
+        | undefined;
+      if (status?.create_fn?.replica) add(creates, name, status.create_fn.replica);
+      if (status?.update_fn?.replica) {
+        add(updates, `${name} ${status.update_fn.value}`, status.update_fn.replica);
+      }
+      const list = JSON.stringify(event.object.metadata?.finalizers ?? []);
+      const seen = finalizers.get(name) ?? [];
+      if (seen.at(-1) !== list) seen.push(list);
+      finalizers.set(name, seen);
+    }
+  })().catch(() => {});
+  return {
+    creates,
+    updates,
+    finalizers,
+    reconnects: () => reconnects,
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+  };
+}
+
+/**
+ * Every object's finalizer was added once by its first handling and never touched again: a
+ * rebalance (released and taken-over objects) changes no finalizer.
+ */
+function assertFinalizersAddedOnce(observed: Observed, names: readonly string[]) {
+  assert.equal(observed.reconnects(), 0, "the test's watch saw every version");
+  const changed = names.map((name) => [name, observed.finalizers.get(name) ?? []] as const)
+    .filter(([, lists]) => JSON.stringify(lists) !== JSON.stringify(["[]", `["${FINALIZER}"]`]));
+  assert.deepEqual(changed, [], "finalizer lists other than [] → [finalizer]");
+}
+
 function count(runs: readonly Run[], handler: string): Map<string, number> {
   const counts = new Map<string, number>();
   for (const run of runs) {
@@ -177,76 +245,97 @@ Deno.test(
   },
 );
 
+/**
+ * Scales 1 → `peak` → 1 replicas while 60 objects are created and changed, and asserts: no
+ * completed handler ran twice, the last change of every object was handled, no deletion handling
+ * and no finalizer changes because of the rebalances, every replica worked.
+ * @param connect A client for each replica (a private plane); else the shared plane's.
+ */
+async function scaleWhileChanging(
+  client: KubeClient,
+  namespace: string,
+  peak: number,
+  connect?: () => Promise<KubeClient>,
+) {
+  const runs: Run[] = [];
+  const names = Array.from({ length: 60 }, (_, i) => `s-${i}`);
+  const values = new Map<string, number>();
+  const observed = observe(client, namespace);
+  const start = async (id: string) =>
+    replica(runs, namespace, id, connect ? await connect() : undefined);
+  const first = await start("a");
+  const others: InProcessOperator[] = [];
+  try {
+    await balanced(client, namespace, 1);
+    await createExamples(client, namespace, names.slice(0, 30));
+    let changing = true;
+    const changer = (async () => {
+      for (let round = 1; changing; round++) {
+        for (const name of names.slice(0, 30)) {
+          await client.api.patch(KOPFEXAMPLES, name, { spec: { value: round } }, { namespace });
+          values.set(name, round);
+        }
+        await sleep(300);
+      }
+    })();
+    for (const id of ["b", "c", "d"].slice(0, peak - 1)) others.push(await start(id));
+    await balanced(client, namespace, peak);
+    await createExamples(client, namespace, names.slice(30));
+    for (const op of others) await op.stop();
+    await balanced(client, namespace, 1);
+    changing = false;
+    await changer;
+
+    await eventually(() => count(runs, "create").size === 60, 60_000, "60 creations");
+    await eventually(
+      () =>
+        names.slice(0, 30).every((name) =>
+          runs.some((r) => r.name === name && r.handler === `update:${values.get(name)}`)
+        ),
+      60_000,
+      "the last change of every object to be handled",
+    );
+    await sleep(1_000);
+    assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
+    const updates = new Map<string, number>();
+    for (const r of runs.filter((r) => r.handler.startsWith("update:"))) {
+      const key = `${r.name} ${r.handler}`;
+      updates.set(key, (updates.get(key) ?? 0) + 1);
+    }
+    assert.deepEqual([...updates].filter(([, n]) => n > 1), [], "no update handled twice");
+    assert.deepEqual(
+      runs.filter((r) => r.handler === "delete" || r.handler === "deleted-event"),
+      [],
+    );
+    const objects = (await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace })).items;
+    assert.equal(objects.length, 60);
+    assert.ok(objects.every((o) => !o.metadata?.deletionTimestamp));
+    assertFinalizersAddedOnce(observed, names);
+    assert.equal(new Set(runs.map((r) => r.replica)).size, peak, "every replica worked");
+  } finally {
+    for (const op of others) await op.stop();
+    await first.stop();
+    await observed.stop();
+  }
+}
+
 Deno.test(
-  "scaling 1 → 3 → 1 while objects are created and changed: no completed handler runs twice, no change is lost, no deletion handling (X-SCALE-12, X-SCALE-13)",
+  "scaling 1 → 3 → 1 while objects are created and changed: no completed handler runs twice, no change is lost, no deletion handling, no finalizer changes (X-SCALE-12, X-SCALE-13)",
   opts,
   async () => {
     const { client, namespace } = await setup("shard-scale");
     using _ = client;
-    const runs: Run[] = [];
-    const names = Array.from({ length: 60 }, (_, i) => `s-${i}`);
-    const values = new Map<string, number>();
-    const first = await replica(runs, namespace, "a");
-    const others: InProcessOperator[] = [];
-    try {
-      await balanced(client, namespace, 1);
-      await createExamples(client, namespace, names.slice(0, 30));
-      let changing = true;
-      const changer = (async () => {
-        for (let round = 1; changing; round++) {
-          for (const name of names.slice(0, 30)) {
-            await client.api.patch(KOPFEXAMPLES, name, { spec: { value: round } }, { namespace });
-            values.set(name, round);
-          }
-          await sleep(300);
-        }
-      })();
-      others.push(await replica(runs, namespace, "b"), await replica(runs, namespace, "c"));
-      await balanced(client, namespace, 3);
-      await createExamples(client, namespace, names.slice(30));
-      for (const op of others) await op.stop();
-      await balanced(client, namespace, 1);
-      changing = false;
-      await changer;
-
-      await eventually(() => count(runs, "create").size === 60, 60_000, "60 creations");
-      await eventually(
-        () =>
-          names.slice(0, 30).every((name) =>
-            runs.some((r) => r.name === name && r.handler === `update:${values.get(name)}`)
-          ),
-        60_000,
-        "the last change of every object to be handled",
-      );
-      await sleep(1_000);
-      assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
-      const updates = new Map<string, number>();
-      for (const r of runs.filter((r) => r.handler.startsWith("update:"))) {
-        const key = `${r.name} ${r.handler}`;
-        updates.set(key, (updates.get(key) ?? 0) + 1);
-      }
-      assert.deepEqual([...updates].filter(([, n]) => n > 1), [], "no update handled twice");
-      assert.deepEqual(
-        runs.filter((r) => r.handler === "delete" || r.handler === "deleted-event"),
-        [],
-      );
-      const objects = (await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace })).items;
-      assert.equal(objects.length, 60);
-      assert.ok(objects.every((o) => !o.metadata?.deletionTimestamp));
-      assert.ok(new Set(runs.map((r) => r.replica)).size === 3, "all three replicas worked");
-    } finally {
-      for (const op of others) await op.stop();
-      await first.stop();
-    }
+    await scaleWhileChanging(client, namespace, 3);
   },
 );
 
 Deno.test(
-  "SIGKILL of one of 3 kopf run --shards replicas: the others take its shards over after the lease expires; every object handled exactly once (X-SCALE-14)",
+  "SIGKILL of one of 3 kopf run --shards replicas mid-run, its handlers in flight while objects are created and changed: the others take its shards over after the lease expires; every object handled, no completed handler run twice, no change lost (X-SCALE-14)",
   opts,
   async () => {
     const { client, namespace } = await setup("shard-kill");
     using _ = client;
+    const observed = observe(client, namespace);
     const spawn = (replica: string) =>
       spawnOperator(
         [
@@ -262,48 +351,128 @@ Deno.test(
           "--log-format",
           "plain",
         ],
-        { REPLICA: replica, POD_NAME: `pod-${replica}`, KOPF_TEST_LEASE: "4,3,0.5" },
+        {
+          REPLICA: replica,
+          POD_NAME: `pod-${replica}`,
+          KOPF_TEST_LEASE: "4,3,0.5",
+          KOPF_TEST_SLOW: "2", // create handlers in flight for 2 s: the kill cuts some
+        },
       );
     const ops = await Promise.all(["a", "b", "c"].map(spawn));
-    const all = () => ops.flatMap((op) => op.lines);
-    const created = () => all().filter((l) => l.startsWith("RUN create "));
+    const lines = (prefix: string) =>
+      ops.flatMap((op) => op.lines).filter((l) => l.startsWith(prefix)).map((l) => {
+        const [, handler, key, replica] = l.split(" ");
+        return { handler: handler!, name: key!.split("/")[1]!, replica: replica! };
+      });
+    const names = Array.from({ length: 60 }, (_, i) => `k-${i}`);
+    const values = new Map<string, number>();
+    let changing = true;
     try {
       const status = await balanced(client, namespace, 3);
-      const names = Array.from({ length: 30 }, (_, i) => `k-${i}`);
-      await createExamples(client, namespace, names.slice(0, 15));
-      await eventually(() => created().length >= 15, 60_000, "15 creations");
-      await sleep(1_000); // the handlers' progress is persisted by now
-
       const victim = status.members.find((m) => m.identity.startsWith("pod-b"))!;
+      // Objects keep coming and changing before, during and after the kill and the takeover.
+      const creator = (async () => {
+        for (const name of names) {
+          await createExamples(client, namespace, [name]);
+          values.set(name, 0);
+          await sleep(100);
+        }
+      })();
+      const changer = (async () => {
+        for (let round = 1; changing; round++) {
+          for (const name of [...values.keys()]) {
+            await client.api.patch(KOPFEXAMPLES, name, { spec: { value: round } }, { namespace });
+            values.set(name, round);
+          }
+          await sleep(300);
+        }
+      })();
+      // The victim has completed some creations and has others in flight.
+      const inFlight = () => {
+        const done = new Set(
+          lines("RUN create ").filter((r) => r.replica === "b").map((r) => r.name),
+        );
+        const started = lines("START create ").filter((r) => r.replica === "b");
+        const cut = started.map((r) => r.name).filter((name) => !done.has(name));
+        return cut.length && done.size >= 3 ? cut : undefined;
+      };
+      const cut = await eventually(inFlight, 60_000, "the victim's create handlers in flight");
+      const createdBeforeKill = values.size;
       ops[1]!.kill("SIGKILL");
       await ops[1]!.exited;
-      await createExamples(client, namespace, names.slice(15));
-      // Lease duration 4 s; "a few seconds" on a loaded machine: the bound is generous.
-      const after = await balanced(client, namespace, 2, 4_000 + 20_000);
+      await creator;
+      assert.ok(createdBeforeKill < names.length, "objects were still being created at the kill");
+      // Lease duration 4 s; "a few seconds" on a loaded machine: the bound is generous (the
+      // takeover time is measured by bench/scale_out.ts).
+      const after = await balanced(client, namespace, 2, 4_000 + 30_000);
       assert.ok(!after.members.some((m) => m.identity === victim.identity));
-      await eventually(() => created().length >= 30, 60_000, "30 creations");
-      await sleep(1_000);
-      const counts = new Map<string, number>();
-      for (const line of created()) {
-        const name = line.split(" ")[2]!;
-        counts.set(name, (counts.get(name) ?? 0) + 1);
-      }
-      assert.equal(counts.size, 30, created().join("\n"));
-      assert.deepEqual([...counts].filter(([, n]) => n !== 1), [], "exactly once each");
-      assert.deepEqual(all().filter((l) => /^RUN (delete|deleted-event) /.test(l)), []);
-      const survivors = new Set(
-        created().filter((l) => names.slice(15).some((n) => l.includes(`/${n} `)))
-          .map((l) => l.split(" ")[3]),
+      await sleep(1_000); // a few more changes after the takeover
+      changing = false;
+      await changer;
+
+      // Every object handled, and its last change too (the diff-base holds the last value).
+      await eventually(
+        async () => {
+          const { items } = await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace });
+          return items.length === names.length && items.every((o) => {
+            const base = o.metadata?.annotations?.["kopf.zalando.org/last-handled-configuration"];
+            const value = base && (JSON.parse(base) as { spec?: { value?: number } }).spec?.value;
+            return (o.status as { create_fn?: unknown } | undefined)?.create_fn !== undefined &&
+              value === values.get(o.metadata?.name ?? "");
+          });
+        },
+        90_000,
+        "every object's creation and last change handled",
       );
-      assert.ok(!survivors.has("b"), "the killed replica handled nothing after its death");
+      await sleep(1_000); // a repeat, if any, would show up now
+
+      // No completed handler ran twice: a persisted result is final. Each creation's result
+      // was persisted by one replica only; the survivors (which released nothing) ran it at
+      // most once, and not at all if the victim had persisted it; the victim at most once.
+      const runs = lines("RUN create ");
+      const problems: string[] = [];
+      for (const name of names) {
+        const persisted = [...(observed.creates.get(name) ?? [])];
+        const by = (replicas: string[]) =>
+          runs.filter((r) => r.name === name && replicas.includes(r.replica)).length;
+        if (persisted.length !== 1) problems.push(`${name}: results of ${persisted}`);
+        if (by(["a", "c"]) > (persisted[0] === "b" ? 0 : 1)) problems.push(`${name}: survivors`);
+        if (by(["b"]) > 1) problems.push(`${name}: victim ran it twice`);
+      }
+      const updates = lines("RUN update:");
+      for (const key of new Set(updates.map((r) => `${r.name} ${r.handler.slice(7)}`))) {
+        const [name, value] = key.split(" ");
+        const persisted = [...(observed.updates.get(key) ?? [])];
+        const by = (replicas: string[]) =>
+          updates.filter((r) =>
+            r.name === name && r.handler === `update:${value}` && replicas.includes(r.replica)
+          ).length;
+        if (persisted.length > 1) problems.push(`${key}: results of ${persisted}`);
+        if (by(["a", "c"]) > (persisted[0] === "b" ? 0 : 1)) problems.push(`${key}: survivors`);
+        if (by(["b"]) > 1) problems.push(`${key}: victim ran it twice`);
+      }
+      assert.deepEqual(problems, [], "no completed handler ran twice");
+      // The handlers the kill cut were finished by the survivors.
+      for (const name of cut) {
+        assert.notEqual([...observed.creates.get(name)!][0], "b", `${name} was cut`);
+      }
+      assert.deepEqual(
+        ops.flatMap((op) => op.lines).filter((l) => /^RUN (delete|deleted-event) /.test(l)),
+        [],
+      );
+      assertFinalizersAddedOnce(observed, names);
+      const takenOver = runs.filter((r) => r.replica !== "b" && cut.includes(r.name));
+      assert.equal(takenOver.length, cut.length, "each cut handler finished by one survivor");
     } finally {
+      changing = false;
       for (const op of ops) await op.stop().catch(() => {});
+      await observed.stop();
     }
   },
 );
 
 Deno.test(
-  "the fallback with the ShardedListAndWatch gate off: the server ignores shardSelector, the replicas filter by the same hash; each create handler runs exactly once (X-SCALE-15)",
+  "the fallback with the ShardedListAndWatch gate off: the server ignores shardSelector, the replicas filter by the same hash; each create handler runs exactly once; scaling 1 → 2 → 1 while objects are created and changed runs nothing twice, loses no change, touches no finalizer (X-SCALE-15)",
   opts,
   async () => {
     await using plane = await ControlPlane.start({
@@ -332,6 +501,8 @@ Deno.test(
     } finally {
       for (const op of ops) await op.stop();
     }
+    // Rebalancing with client-side filtering only: the same guarantees.
+    await scaleWhileChanging(client, await createTestNamespace(plane, "shard-off"), 2, connect);
   },
 );
 
