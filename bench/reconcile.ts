@@ -7,8 +7,11 @@
  * 2. Idle for 10 s: requests in that window (expected: none but the open watches).
  * 3. Delete all children at once (one deletecollection); time until all are back, and the
  *    requests per parent again.
+ * 4. Delete one child at a time (`--single`, 20 by default, 0.2 s apart): the latency from the
+ *    DELETE request to the recreated child's ADDED event on a watch of the bench's own (p50,
+ *    p99, max), and the operator's requests per deletion.
  *
- *   tools/deno.sh run -A bench/reconcile.ts [--count 1000]
+ *   tools/deno.sh run -A bench/reconcile.ts [--count 1000] [--single 20]
  *
  * Python Kopf has no level-based handlers (and cannot notice a deleted child): there is no
  * side-by-side contender. Figures are one run on this machine, not assertions.
@@ -22,8 +25,12 @@ import { Api, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const { values } = parseArgs({ args: Deno.args, options: { count: { type: "string" } } });
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { count: { type: "string" }, single: { type: "string" } },
+});
 const count = Number(values.count ?? 1000);
+const singles = Math.min(Number(values.single ?? 20), count);
 const log = (message: string) =>
   console.error(`[reconcile ${new Date().toISOString().slice(11, 19)}] ${message}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -82,6 +89,47 @@ const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
   stderr: "inherit",
 }).spawn();
 
+/**
+ * Watches the children from `resourceVersion` on and resolves, per name, the next ADDED event
+ * (when it arrived on this clock, `performance.now()`).
+ */
+function watchChildren(resourceVersion: string, signal: AbortSignal) {
+  const waiters = new Map<string, (at: number) => void>();
+  const running = (async () => {
+    const response = await api.stream(
+      `${children}&watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=600`,
+      signal,
+    );
+    if (!response.ok || !response.body) throw new Error(`watch: HTTP ${response.status}`);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    signal.addEventListener("abort", () => void reader.cancel().catch(() => {}), { once: true });
+    let buffer = "";
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true, value: "" }));
+      if (done) return;
+      buffer += value;
+      let newline;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        const event = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+        if (event.type !== "ADDED") continue;
+        const name = event.object.metadata.name;
+        waiters.get(name)?.(performance.now());
+        waiters.delete(name);
+      }
+    }
+  })();
+  return {
+    running,
+    added: (name: string) => new Promise<number>((resolve) => waiters.set(name, resolve)),
+  };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
 interface Phase {
   readonly phase: string;
   readonly seconds: number;
@@ -131,11 +179,54 @@ try {
     await sleep(500);
     await waitChildren(count, 600_000);
   });
+
+  // One child at a time: from the DELETE to the recreated child on a watch.
+  const listed = await api.request("GET", children);
+  const rv = (listed.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const stopWatch = new AbortController();
+  const watch = watchChildren(rv, stopWatch.signal);
+  const latencies: number[] = [];
+  const singleFrom = Date.now();
+  for (let i = 0; i < singles; i++) {
+    const name = `p${i}-child`;
+    const added = watch.added(name);
+    const t0 = performance.now();
+    const { status } = await api.request(
+      "DELETE",
+      `/api/v1/namespaces/${namespace}/configmaps/${name}`,
+    );
+    if (status !== 200) throw new Error(`delete ${name}: HTTP ${status}`);
+    const at = await Promise.race([
+      added,
+      sleep(60_000).then(() => Promise.reject(new Error(`${name} not recreated in 60 s`))),
+    ]);
+    latencies.push(at - t0);
+    await sleep(200);
+  }
+  stopWatch.abort();
+  await watch.running.catch(() => {});
+  await sleep(2_000);
+  await audit.poll();
+  const singleSummary = summarize(
+    audit.select("kopf-ts", singleFrom, Date.now(), (r) => r.verb !== "watch"),
+  );
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const single = {
+    deletions: singles,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    maxMs: sorted.at(-1)!,
+    latenciesMs: latencies,
+    perDeletion: Object.fromEntries(
+      Object.entries(singleSummary.byVerbResource).map(([key, n]) => [key, n / singles]),
+    ),
+  };
+  log(`single deletions: p50 ${single.p50Ms.toFixed(0)} ms, p99 ${single.p99Ms.toFixed(0)} ms`);
   const cpu = cpuSeconds(processTree(child.pid)) - cpu0;
   const peak = memoryMiB(processTree(child.pid), "VmHWM");
 
   const stamp = new Date().toISOString().replace(/:/g, "-").replace(/\.\d+/, "");
-  const result = { count, phases, idleRequests: idle, cpuSeconds: cpu, peakRssMiB: peak };
+  const result = { count, phases, idleRequests: idle, single, cpuSeconds: cpu, peakRssMiB: peak };
   await Deno.writeTextFile(
     `${ROOT}/bench/results/${stamp}-reconcile.json`,
     JSON.stringify(result, null, 2) + "\n",
@@ -151,6 +242,11 @@ try {
     "| --- | ---: | --- |",
     ...phases.map((p) => `| ${p.phase} | ${p.seconds.toFixed(1)} | ${fmt(p.perParent)} |`),
     `| idle 10 s after the creation | — | ${idle} requests in all |`,
+    "",
+    `Deleting one child at a time (${singles} deletions, 0.2 s apart), from the DELETE request ` +
+    `to the recreated child's ADDED event on a watch: p50 ${single.p50Ms.toFixed(0)} ms, ` +
+    `p99 ${single.p99Ms.toFixed(0)} ms, max ${single.maxMs.toFixed(0)} ms; operator requests ` +
+    `per deletion: ${fmt(single.perDeletion)}.`,
   ].join("\n");
   await Deno.writeTextFile(`${ROOT}/bench/results/${stamp}-reconcile.md`, markdown + "\n");
   console.log(markdown);

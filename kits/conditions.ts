@@ -23,8 +23,11 @@
  * @module
  */
 
-/** One condition, as stored in `status.conditions`. */
-export interface Condition {
+/**
+ * One condition, as stored in `status.conditions`. (A type, not an interface, so that a list of
+ * them is a `JsonValue`: `ctx.patch.status.conditions = setCondition(…)` needs no cast.)
+ */
+export type Condition = {
   /** The aspect it describes, CamelCase (`Ready`, `Available`). */
   readonly type: string;
   /** `True`, `False` or `Unknown`. */
@@ -37,7 +40,7 @@ export interface Condition {
   readonly observedGeneration?: number;
   /** When `status` last changed, RFC 3339 in seconds. */
   readonly lastTransitionTime: string;
-}
+};
 
 /** What {@link setCondition} is told: the condition without its bookkeeping. */
 export interface ConditionInput {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { JsonValue } from "../core/structs/dicts.ts";
 import { getCondition, setCondition } from "./conditions.ts";
 
 const T0 = new Date("2026-01-01T10:00:00.123Z");
@@ -66,4 +67,10 @@ Deno.test("setCondition() rejects bad input with a clear error", () => {
     () => setCondition({}, { type: "Ready", status: "yes" as "True", reason: "X" }),
     /True, False or Unknown/,
   );
+});
+
+Deno.test("setCondition()'s result is JSON-typed: it goes into a patch with no cast", () => {
+  // A type check first (deno test checks it): Condition[] must be assignable to JsonValue.
+  const value: JsonValue = setCondition({}, { type: "Ready", status: "True", reason: "Done" });
+  assert.equal((value as Array<{ type: string }>)[0]?.type, "Ready");
 });
