@@ -15,6 +15,7 @@ import { on } from "../core/api/on.ts";
 import { index } from "../core/api/indexing.ts";
 import { daemon, timer } from "../core/api/spawning.ts";
 import { readShardStatus } from "../core/engines/sharding.ts";
+import { MetricsEngine } from "../core/engines/metrics.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
@@ -70,6 +71,7 @@ function replica(
   namespace: string,
   identity: string,
   client?: KubeClient,
+  metricsEngine?: MetricsEngine,
 ): Promise<InProcessOperator> {
   const record = (handler: string, name: string | undefined) =>
     runs.push({ handler, name: name ?? "", replica: identity });
@@ -90,7 +92,16 @@ function replica(
     namespaces: [namespace],
     settings: settings(namespace, identity),
     ...(client ? { client } : {}),
+    ...(metricsEngine ? { metricsEngine } : {}),
   });
+}
+
+/** Watch events of kopfexamples by type, from a replica's metrics. */
+async function watchEvents(engine: MetricsEngine, type: string): Promise<number> {
+  const { text } = await engine.exposition();
+  return text.split("\n")
+    .filter((l) => l.startsWith("kopf_watch_events_total{") && l.includes(`type="${type}"`))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
 }
 
 async function setup(prefix: string) {
@@ -210,13 +221,16 @@ function count(runs: readonly Run[], handler: string): Map<string, number> {
 }
 
 Deno.test(
-  "3 sharded replicas over 300 objects: every create handler runs exactly once, each replica a share; kopf shards prints the holders (X-SCALE-10, X-SCALE-11, X-SCALE-20)",
+  "3 sharded replicas over 300 objects: every create handler runs exactly once, each replica a share, the server sends each replica only its shards' events; kopf shards prints the holders (X-SCALE-10, X-SCALE-11, X-SCALE-20)",
   opts,
   async () => {
     const { client, namespace } = await setup("shard-300");
     using _ = client;
     const runs: Run[] = [];
-    const ops = await Promise.all(["r1", "r2", "r3"].map((id) => replica(runs, namespace, id)));
+    const engines = ["r1", "r2", "r3"].map(() => new MetricsEngine({ process: false }));
+    const ops = await Promise.all(
+      ["r1", "r2", "r3"].map((id, i) => replica(runs, namespace, id, undefined, engines[i])),
+    );
     try {
       await balanced(client, namespace, 3);
       for (const op of ops) await op.waitForLog(/the API server filters the watches/);
@@ -229,6 +243,10 @@ Deno.test(
       const byReplica = new Map<string, number>();
       for (const run of runs) byReplica.set(run.replica, (byReplica.get(run.replica) ?? 0) + 1);
       assert.equal(byReplica.size, 3, `every replica handled a share: ${[...byReplica]}`);
+      for (const engine of engines) {
+        assert.ok(await watchEvents(engine, "ADDED") > 0);
+        assert.equal(await watchEvents(engine, "FILTERED"), 0, "the server sent only ours");
+      }
 
       const lines: string[] = [];
       const code = await main(["shards", "--lease-namespace", namespace], {
@@ -472,7 +490,7 @@ Deno.test(
 );
 
 Deno.test(
-  "the fallback with the ShardedListAndWatch gate off: the server ignores shardSelector, the replicas filter by the same hash; each create handler runs exactly once; scaling 1 → 2 → 1 while objects are created and changed runs nothing twice, loses no change, touches no finalizer (X-SCALE-15)",
+  "the fallback with the ShardedListAndWatch gate off: the server ignores shardSelector, the replicas filter by the same hash (counted as FILTERED watch events); each create handler runs exactly once; scaling 1 → 2 → 1 while objects are created and changed runs nothing twice, loses no change, touches no finalizer (X-SCALE-15)",
   opts,
   async () => {
     await using plane = await ControlPlane.start({
@@ -485,9 +503,10 @@ Deno.test(
     await applyCrds(client, "crds/example.yaml");
     const namespace = "default";
     const runs: Run[] = [];
+    const engines = [new MetricsEngine({ process: false }), new MetricsEngine({ process: false })];
     const ops = [
-      await replica(runs, namespace, "f1", await connect()),
-      await replica(runs, namespace, "f2", await connect()),
+      await replica(runs, namespace, "f1", await connect(), engines[0]),
+      await replica(runs, namespace, "f2", await connect(), engines[1]),
     ];
     try {
       for (const op of ops) await op.waitForLog(/does not filter by shardSelector/);
@@ -498,6 +517,11 @@ Deno.test(
       await sleep(1_000);
       assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
       assert.equal(new Set(runs.map((r) => r.replica)).size, 2, "both replicas handled a share");
+      // Each object reaches all 4 shard watches of each replica; at most one keeps it.
+      for (const engine of engines) {
+        const filtered = await watchEvents(engine, "FILTERED");
+        assert.ok(filtered >= 3 * names.length, `FILTERED ${filtered}`);
+      }
     } finally {
       for (const op of ops) await op.stop();
     }
@@ -767,7 +791,7 @@ Deno.test(
 );
 
 Deno.test(
-  "on the emulator: two sharded replicas with server-side filtering split the objects, each handled once (X-SCALE-40)",
+  "on the emulator: two sharded replicas with server-side filtering split the objects, each handled once, none filtered on the client (X-SCALE-40)",
   opts,
   async () => {
     await using emulator = await Emulator.start();
@@ -776,9 +800,10 @@ Deno.test(
     using client = await connect();
     await applyCrds(client, "crds/example.yaml");
     const runs: Run[] = [];
+    const engines = [new MetricsEngine({ process: false }), new MetricsEngine({ process: false })];
     const ops = [
-      await replica(runs, "default", "e1", await connect()),
-      await replica(runs, "default", "e2", await connect()),
+      await replica(runs, "default", "e1", await connect(), engines[0]),
+      await replica(runs, "default", "e2", await connect(), engines[1]),
     ];
     try {
       for (const op of ops) await op.waitForLog(/the API server filters the watches/);
@@ -788,6 +813,11 @@ Deno.test(
       await sleep(500);
       assert.deepEqual([...count(runs, "create").values()].filter((n) => n !== 1), []);
       assert.equal(new Set(runs.map((r) => r.replica)).size, 2, "both replicas handled a share");
+      for (const engine of engines) {
+        assert.ok(await watchEvents(engine, "ADDED") > 0);
+        assert.ok(await watchEvents(engine, "ADDED") > 0);
+        assert.equal(await watchEvents(engine, "FILTERED"), 0, "the server sent only ours");
+      }
     } finally {
       for (const op of ops) await op.stop();
     }

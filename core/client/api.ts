@@ -339,6 +339,7 @@ export class KubeApi {
         timeoutSeconds: options.timeoutSeconds,
         labelSelector: options.labelSelector,
         fieldSelector: options.fieldSelector,
+        shardSelector: options.shardSelector,
       },
     });
   }

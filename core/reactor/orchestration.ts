@@ -597,7 +597,12 @@ export class Orchestrator {
               ...(sharding.serverSide
                 ? { shardSelector: shardSelector([shard], sharding.count, shardKey) }
                 : {}),
-              accept,
+              // What the server sent for other shards counts as type FILTERED in the metrics.
+              accept: (object: KubeObject) => {
+                if (accept!(object)) return true;
+                observer?.watchEvent(name, "FILTERED");
+                return false;
+              },
             }
             : {}),
           signal: period,
