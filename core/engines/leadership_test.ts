@@ -15,7 +15,7 @@ import { OperatorRegistry } from "../intents/registries.ts";
 import { operator } from "../reactor/running.ts";
 import { leadershipDefaults, shardingDefaults } from "../settings/scaling.ts";
 import { createSettings } from "../settings/settings.ts";
-import { leaseNamespace, replicaIdentity } from "./leadership.ts";
+import { leaseNamespace, replicaIdentity, retryDelayMs } from "./leadership.ts";
 
 const SA = "var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -156,3 +156,12 @@ const NAMESPACES = {
   subresources: [],
   preferred: true,
 };
+
+Deno.test("retryDelayMs(): a standby retries within one retry period, at most 20% sooner (a released Lease is taken within one period)", () => {
+  assert.equal(retryDelayMs(2, 0), 2000);
+  assert.ok(retryDelayMs(2, 0.999_999) > 1600);
+  for (let i = 0; i < 1000; i++) {
+    const delay = retryDelayMs(2);
+    assert.ok(delay > 1600 && delay <= 2000, `${delay}`);
+  }
+});
