@@ -17,6 +17,7 @@
  * @module
  */
 import { on, StatusFirstDiffBaseStorage, StatusFirstProgressStorage } from "../../mod.ts";
+import "./_memlog.ts";
 
 /** The resource of the CRD variant (`kopfexamples`: no status subresource). */
 const plural = Deno.env.get("BENCH_PLURAL") ?? "kopfexamples";
@@ -48,6 +49,14 @@ const maxWorkers = Number(Deno.env.get("BENCH_MAX_WORKERS") ?? 0);
 if (maxWorkers > 0) {
   on.startup(function bounded({ settings }) {
     settings.execution.maxWorkers = maxWorkers;
+  });
+}
+
+// `BENCH_ADMISSION=N`: `settings.queueing.admissionLimit` (0: unlimited, as before it existed).
+const admission = Deno.env.get("BENCH_ADMISSION");
+if (admission !== undefined) {
+  on.startup(function admission_limit({ settings }) {
+    settings.queueing.admissionLimit = Number(admission) || null;
   });
 }
 

@@ -25,6 +25,7 @@
  * @module
  */
 import { loadKubeconfig } from "../../core/client/config.ts";
+import "./_memlog.ts";
 
 const USER_AGENT = "kopf-bench-raw-floor";
 const FINALIZER = "bench.kopf.dev/raw-floor";

@@ -4,7 +4,7 @@
  * @module
  */
 import { parse } from "yaml";
-import { type ControlPlane, createTestNamespace } from "../../testing/control_plane.ts";
+import { createTestNamespace, type SharedControlPlane } from "../../testing/control_plane.ts";
 import type { CrdVariant } from "./config.ts";
 import { ROOT, sleep } from "./contenders.ts";
 import type { Api } from "./kube.ts";
@@ -37,7 +37,7 @@ export async function waitForCrd(api: Api): Promise<void> {
  * The API server's first write of a new custom resource takes seconds (it sets up the CRD's
  * storage): do it before any contender is timed, with throw-away objects.
  */
-export async function warmUp(api: Api, plane: ControlPlane): Promise<void> {
+export async function warmUp(api: Api, plane: SharedControlPlane): Promise<void> {
   const ns = await createTestNamespace(plane, "bench-warmup");
   for (let i = 0; i < 3; i++) {
     await api.create(ns, `warmup-${i}`);

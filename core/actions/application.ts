@@ -14,7 +14,9 @@
  * @module
  */
 
-import jsonpatch from "fast-json-patch";
+// The package's ES module: its CommonJS entry would start the Node compatibility loader (MiBs).
+// @ts-types="fast-json-patch"
+import jsonpatch from "fast-json-patch/index.mjs";
 import type { KubeApi, ResourceRef } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
 import type { JsonObject } from "../structs/dicts.ts";

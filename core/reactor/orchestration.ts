@@ -34,6 +34,7 @@ import {
 import { type Resource, resourceName } from "../structs/resources.ts";
 import { sleep } from "../util/backoff.ts";
 import { releaseMemory } from "../util/memory.ts";
+import { AdmissionGate } from "../util/gate.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import { type OperatorPause, pausable } from "../engines/peering.ts";
@@ -152,6 +153,8 @@ export class Orchestrator {
   #ready = false;
   #indexers: Indexers;
   #readiness = new IndexingReadiness();
+  /** Admits the cycles of all streams (settings.queueing.admissionLimit). */
+  readonly #gate: AdmissionGate | undefined;
   #shards = new Set<number>();
   #planned = false;
 
@@ -159,6 +162,8 @@ export class Orchestrator {
   constructor(deps: OrchestrationDeps) {
     this.#deps = deps;
     this.#indexers = new Indexers(deps.registry.indexIds());
+    const limit = deps.settings.queueing.admissionLimit;
+    this.#gate = limit ? new AdmissionGate(limit) : undefined;
   }
 
   /** The operator's indices by name. */
@@ -537,12 +542,18 @@ export class Orchestrator {
       signal: workSignal,
       observer,
       paused: this.#deps.paused,
+      gate: this.#gate,
     };
     const queue: ObjectQueue = new ObjectQueue({
       settings: settings.queueing,
       process: async (memory, event) => {
-        // Paused by peering: cycles (retries, daemon wake-ups) wait for the resume.
-        await this.#deps.paused?.resumed(signal);
+        // Paused by peering: cycles (retries, daemon wake-ups) wait for the resume, not counted
+        // by the admission gate meanwhile.
+        const paused = this.#deps.paused;
+        if (paused?.paused) {
+          const resumed = () => paused.resumed(signal);
+          await (this.#gate ? this.#gate.away(resumed) : resumed());
+        }
         if (signal.aborted) throw signal.reason;
         this.#cycles++;
         this.#lastCycleAt = performance.now();
@@ -564,6 +575,7 @@ export class Orchestrator {
       logger,
       signal,
       limiter: this.#deps.limiter,
+      gate: this.#gate,
       ...(settings.queueing.workerLimit
         ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
         : {}),

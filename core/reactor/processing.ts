@@ -43,6 +43,7 @@ import { invokeChanging, type SubhandlerScope } from "./subhandling.ts";
 import { Spawner } from "../engines/daemons.ts";
 import type { HandlerInfo, OperatorObserver } from "../engines/observers.ts";
 import { resourceName } from "../structs/resources.ts";
+import type { AdmissionGate } from "../util/gate.ts";
 
 /** What the cycle needs from the operator. */
 export interface ProcessingDeps {
@@ -72,6 +73,8 @@ export interface ProcessingDeps {
   readonly observer?: OperatorObserver | undefined;
   /** Peering's pause switch: nothing is spawned while paused. */
   readonly paused?: { readonly paused: boolean } | undefined;
+  /** The gate that admitted this cycle: its handlers run away from it (not counted). */
+  readonly gate?: AdmissionGate | undefined;
 }
 
 /** What the operator remembers about one object between cycles (in memory only). */
@@ -265,12 +268,14 @@ export async function processEvent(
         undefined,
         deps.signal,
       );
-    const outcome = deps.observer
-      ? await deps.observer.handler(
-        handlerInfo(deps, body, handler.id, "change", progress.retries, reason),
-        attempt,
-      )
-      : await attempt();
+    const observed = () =>
+      deps.observer
+        ? deps.observer.handler(
+          handlerInfo(deps, body, handler.id, "change", progress.retries, reason),
+          attempt,
+        )
+        : attempt();
+    const outcome = deps.gate ? await deps.gate.slow(observed) : await observed();
     if (
       (outcome.kind === "temporary" && outcome.error.name !== "HandlerChildrenRetry") ||
       outcome.kind === "permanent"
@@ -384,9 +389,11 @@ async function runWatchingHandlers(
         };
       }
     };
-    const outcome = deps.observer
-      ? await deps.observer.handler(handlerInfo(deps, event.body, handler.id, "event", 0), run)
-      : await run();
+    const observed = () =>
+      deps.observer
+        ? deps.observer.handler(handlerInfo(deps, event.body, handler.id, "event", 0), run)
+        : run();
+    const outcome = deps.gate ? await deps.gate.slow(observed) : await observed();
     if (outcome.kind === "success") deliverResult(patch, handler.id, outcome);
     else if (outcome.kind === "ignored") {
       logger.exception(

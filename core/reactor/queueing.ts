@@ -14,6 +14,7 @@ import type { Logger } from "../actions/loggers.ts";
 import type { QueueingSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { sleep } from "../util/backoff.ts";
+import type { AdmissionGate } from "../util/gate.ts";
 import type { Semaphore } from "../util/semaphore.ts";
 import type { OperatorObserver } from "../engines/observers.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
@@ -34,6 +35,11 @@ export interface QueueDeps {
   readonly limiter?: Semaphore | undefined;
   /** Bounds concurrent processing of this queue's objects (`settings.queueing.workerLimit`). */
   readonly streamLimiter?: Semaphore | undefined;
+  /**
+   * Admits cycles (`settings.queueing.admissionLimit`, shared by all queues): a worker waits for
+   * it before it takes its latest event, so events keep coalescing meanwhile.
+   */
+  readonly gate?: AdmissionGate | undefined;
   /** Observes queueing (metrics): adds, waits, retries. */
   readonly observer?: OperatorObserver | undefined;
   /** The queue's name for the observer (the resource). @default "" */
@@ -138,25 +144,42 @@ class ObjectWorker {
           await new Promise((resolve) => setTimeout(resolve, 0));
         }
       }
+      if (deps.gate) {
+        const admission = deps.gate.enter(deps.signal);
+        if (admission) {
+          try {
+            await admission;
+          } catch {
+            break; // the queue stops
+          }
+        }
+      }
       const event = this.pending!;
       this.pending = undefined;
       if (this.pendingSince !== undefined) {
         deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
         this.pendingSince = undefined;
       }
-      if (event !== current && isStale(event, processedVersion)) continue;
+      if (event !== current && isStale(event, processedVersion)) {
+        deps.gate?.leave();
+        continue;
+      }
       let result: CycleResult;
       try {
-        await deps.streamLimiter?.acquire(deps.signal);
         try {
-          await deps.limiter?.acquire(deps.signal);
+          await deps.streamLimiter?.acquire(deps.signal);
           try {
-            result = await deps.process(this.memory, event);
+            await deps.limiter?.acquire(deps.signal);
+            try {
+              result = await deps.process(this.memory, event);
+            } finally {
+              deps.limiter?.release();
+            }
           } finally {
-            deps.limiter?.release();
+            deps.streamLimiter?.release();
           }
         } finally {
-          deps.streamLimiter?.release();
+          deps.gate?.leave();
         }
         errors = 0;
       } catch (error) {

@@ -175,6 +175,15 @@ export interface WatchingSettings {
 export interface QueueingSettings {
   /** Maximum concurrently processed objects per watch stream (null: unlimited). @default null */
   workerLimit: number | null;
+  /**
+   * At most this many processing cycles at once outside handler code — detecting causes,
+   * waiting for their patch — across all resources; further objects wait for their turn (their
+   * events keep coalescing meanwhile). Cycles whose handlers run do not count, so slow handlers
+   * are never held up by it. It keeps a burst or a backlog from starting thousands of cycles
+   * that would only queue at the API server, holding their memory (docs/performance.md).
+   * `null`: unlimited. @default 64
+   */
+  admissionLimit: number | null;
   /** An idle per-object worker exits after this long. @default 5 */
   idleTimeout: number;
   /**
@@ -327,6 +336,7 @@ export function createSettings(
 ): OperatorSettings {
   const queueing: QueueingSettings = {
     workerLimit: null,
+    admissionLimit: 64,
     idleTimeout: 5,
     batchWindow: 0,
     exitTimeout: 2,

@@ -10,7 +10,9 @@
  * @module
  */
 
-import jsonpatch from "fast-json-patch";
+// The package's ES module: its CommonJS entry would start the Node compatibility loader (MiBs).
+// @ts-types="fast-json-patch"
+import jsonpatch from "fast-json-patch/index.mjs";
 import { deepCopy, isMapping, type JsonObject, type JsonValue } from "./dicts.ts";
 import type { JsonPatchOp } from "./patches.ts";
 

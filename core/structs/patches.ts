@@ -21,7 +21,9 @@
  * @module
  */
 
-import jsonpatch from "fast-json-patch";
+// The package's ES module: its CommonJS entry would start the Node compatibility loader (MiBs).
+// @ts-types="fast-json-patch"
+import jsonpatch from "fast-json-patch/index.mjs";
 import { type Diff, diff } from "./diffs.ts";
 import { deepCopy, ensure, isMapping, type JsonObject, type JsonValue } from "./dicts.ts";
 

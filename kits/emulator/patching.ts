@@ -7,7 +7,9 @@
  * @module
  */
 
-import jsonpatch from "fast-json-patch";
+// The package's ES module: its CommonJS entry would start the Node compatibility loader (MiBs).
+// @ts-types="fast-json-patch"
+import jsonpatch from "fast-json-patch/index.mjs";
 import { ApiFailure, badRequest } from "./errors.ts";
 import { clone, isObject, type KubeObject } from "./types.ts";
 
