@@ -247,12 +247,12 @@ export type {
   MetricLabels,
   MetricOptions,
 } from "./core/engines/metrics_custom.ts";
-export {
-  DURATION_BUCKETS,
+// Types only: the engine (with prom-client) is `@kopf/ts/metrics`, loaded only where it is used.
+export type {
   MetricsEngine,
-  type MetricsEngineOptions,
-  type MetricsSources,
-  type ResourceInventory,
+  MetricsEngineOptions,
+  MetricsSources,
+  ResourceInventory,
 } from "./core/engines/metrics.ts";
 export {
   combineObservers,

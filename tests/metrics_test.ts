@@ -10,7 +10,8 @@ import { on } from "../core/api/on.ts";
 import { info } from "../core/api/events.ts";
 import { daemon } from "../core/api/spawning.ts";
 import { TemporaryError } from "../core/actions/execution.ts";
-import { counter } from "../core/engines/metrics_custom.ts";
+import { authorExposition, counter, gauge, histogram } from "../core/engines/metrics_custom.ts";
+import { MetricsEngine } from "../core/engines/metrics.ts";
 import { main } from "../core/api/cli.ts";
 import { Exposition, validateExposition } from "./_prometheus.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";
@@ -305,4 +306,44 @@ Deno.test({
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
+});
+
+Deno.test("authors' metrics: escaped label values, labelled histograms and untouched families parse with promtool", async () => {
+  const c = counter({
+    name: "test_fmt_calls_total",
+    help: "Calls, with a \\ backslash\nand a new line in the help.",
+    labelNames: ["target", "code"],
+  });
+  c.inc(1, { target: 'say "hi"\\there\nnow', code: 200 });
+  c.inc(2, { target: "plain", code: 500 });
+  gauge({ name: "test_fmt_untouched", help: "Never set.", labelNames: ["x"] });
+  const plain = gauge({ name: "test_fmt_level", help: "A level." });
+  plain.dec(0.5);
+  const h = histogram({
+    name: "test_fmt_wait_seconds",
+    help: "Waits.",
+    labelNames: ["queue"],
+    buckets: [1, 0.1],
+  });
+  h.observe(0.05, { queue: "a" });
+  h.observe(0.5, { queue: "a" });
+  h.observe(5, { queue: "a" });
+  const text = authorExposition();
+  for (
+    const line of [
+      'test_fmt_calls_total{target="say \\"hi\\"\\\\there\\nnow",code="200"} 1',
+      'test_fmt_calls_total{target="plain",code="500"} 2',
+      "test_fmt_level -0.5",
+      'test_fmt_wait_seconds_bucket{queue="a",le="0.1"} 1',
+      'test_fmt_wait_seconds_bucket{queue="a",le="1"} 2',
+      'test_fmt_wait_seconds_bucket{queue="a",le="+Inf"} 3',
+      'test_fmt_wait_seconds_sum{queue="a"} 5.55',
+      'test_fmt_wait_seconds_count{queue="a"} 3',
+      "# TYPE test_fmt_untouched gauge",
+    ]
+  ) assert.ok(text.split("\n").includes(line), `missing line: ${line}\n${text}`);
+  assert.throws(() => c.inc(-1), /cannot decrease/);
+  assert.throws(() => c.inc(1, { nope: "x" }), /no label 'nope'/);
+  // The whole exposition (the operator's families and these) passes Prometheus' own parser.
+  await validateExposition((await new MetricsEngine({ process: false }).exposition()).text);
 });

@@ -45,7 +45,7 @@ if [[ $# -eq 0 ]]; then
   check lint $DENO lint
   check types $DENO check mod.ts cli.ts testing/mod.ts
   check layers $DENO run -A tools/check_layers.ts
-  check doc-lint $DENO doc --lint mod.ts testing/mod.ts
+  check doc-lint $DENO doc --lint mod.ts testing/mod.ts core/engines/metrics.ts
   check publish-dry-run $DENO publish --dry-run --allow-dirty
 fi
 

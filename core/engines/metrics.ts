@@ -14,7 +14,7 @@
 import client from "prom-client";
 import type { Outcome } from "../actions/execution.ts";
 import type { RequestCounters, RequestKey, Verb } from "../client/counters.ts";
-import { authorRegistry } from "./metrics_custom.ts";
+import { authorExposition } from "./metrics_custom.ts";
 import {
   type CycleInfo,
   type CycleSummary,
@@ -316,7 +316,7 @@ export class MetricsEngine implements OperatorObserver {
   async exposition(): Promise<{ text: string; contentType: string }> {
     this.#refresh();
     const own = await this.registry.metrics();
-    const authors = await authorRegistry().metrics();
+    const authors = authorExposition();
     return {
       text: authors ? `${own.trimEnd()}\n\n${authors}` : own,
       contentType: this.registry.contentType,

@@ -4,10 +4,13 @@
  *
  * Declaring the same metric again (same name, kind and labels) returns the first one, so that
  * handler files can be imported again (the testing runner does) without errors.
+ *
+ * Kept here in a few lines rather than in `prom-client`: handler files declare their metrics
+ * when they are imported, and loading `prom-client` (a CommonJS package, with Node's module
+ * loader behind it) costs every operator about 10 MiB of memory, metrics endpoint or not. The
+ * operator's own families (`metrics.ts`) still use `prom-client`, loaded only when served.
  * @module
  */
-
-import client from "prom-client";
 
 /** Label values of one series: every declared label name, each a string or number. */
 export type MetricLabels = Readonly<Record<string, string | number>>;
@@ -77,26 +80,30 @@ export interface HistogramMetric {
 }
 
 type Kind = "counter" | "gauge" | "histogram";
-interface Declared {
+
+/** One declared metric: its series by label values, and how to write them out. */
+interface Family {
   readonly kind: Kind;
   readonly labels: string;
   readonly metric: CounterMetric | GaugeMetric | HistogramMetric;
+  /** The family in the text format (version 0.0.4), ending with a newline. */
+  render(): string;
 }
 
 // On the global object, so that two copies of the library in one process share one registry.
 const KEY = Symbol.for("kopf.metrics.authors");
-type Holder = { [KEY]?: { registry: client.Registry; declared: Map<string, Declared> } };
+type Holder = { [KEY]?: Map<string, Family> };
 
-function shared(): { registry: client.Registry; declared: Map<string, Declared> } {
-  return (globalThis as Holder)[KEY] ??= { registry: new client.Registry(), declared: new Map() };
+function declared(): Map<string, Family> {
+  return (globalThis as Holder)[KEY] ??= new Map();
 }
 
 /**
- * The process-wide registry of the authors' metrics (served by every metrics endpoint).
- * @returns The registry.
+ * The authors' metrics in the Prometheus text format (version 0.0.4), in declaration order.
+ * @returns The families, or an empty string when none is declared.
  */
-export function authorRegistry(): client.Registry {
-  return shared().registry;
+export function authorExposition(): string {
+  return [...declared().values()].map((family) => family.render()).join("\n");
 }
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -105,7 +112,7 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 function declare<M extends CounterMetric | GaugeMetric | HistogramMetric>(
   kind: Kind,
   options: MetricOptions,
-  make: (labelNames: string[]) => M,
+  make: (labelNames: readonly string[]) => { metric: M; render: () => string },
 ): M {
   const labelNames = [...(options.labelNames ?? [])];
   if (!NAME.test(options.name)) {
@@ -119,22 +126,66 @@ function declare<M extends CounterMetric | GaugeMetric | HistogramMetric>(
       `Label name '${badLabel}' of metric '${options.name}' is not a Prometheus label name: use letters, digits and _, not starting with a digit or __`,
     );
   }
-  const { declared } = shared();
+  const families = declared();
   const labels = labelNames.join(",");
-  const earlier = declared.get(options.name);
+  const earlier = families.get(options.name);
   if (earlier) {
     if (earlier.kind === kind && earlier.labels === labels) return earlier.metric as M;
     throw new TypeError(
       `Metric '${options.name}' is already declared as a ${earlier.kind} with labels [${earlier.labels}]; use another name`,
     );
   }
-  const metric = make(labelNames);
-  declared.set(options.name, { kind, labels, metric });
+  const { metric, render } = make(labelNames);
+  families.set(options.name, { kind, labels, metric, render });
   return metric;
 }
 
-function plain(labels: MetricLabels | undefined): Record<string, string | number> {
-  return { ...labels };
+/** Label values as the series' key and as text (`{a="x",b="y"}`), checked against the names. */
+function series(
+  name: string,
+  labelNames: readonly string[],
+  labels: MetricLabels | undefined,
+): string {
+  const given = labels ?? {};
+  for (const key of Object.keys(given)) {
+    if (!labelNames.includes(key)) {
+      throw new TypeError(`Metric '${name}' has no label '${key}' (declared: [${labelNames}])`);
+    }
+  }
+  const parts = labelNames.filter((l) => given[l] !== undefined).map((l) =>
+    `${l}="${String(given[l]).replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')}"`
+  );
+  return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+/** A number as the text format writes it. */
+function num(value: number): string {
+  if (value === Infinity) return "+Inf";
+  if (value === -Infinity) return "-Inf";
+  return Number.isNaN(value) ? "NaN" : String(value);
+}
+
+function header(options: MetricOptions, kind: Kind): string {
+  const help = options.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
+  return `# HELP ${options.name} ${help}\n# TYPE ${options.name} ${kind}\n`;
+}
+
+/** Counters and gauges: one value per series (a label-less one shows 0 before any change). */
+function scalar(options: MetricOptions, kind: "counter" | "gauge", labelNames: readonly string[]) {
+  const values = new Map<string, number>();
+  if (labelNames.length === 0) values.set("", 0);
+  const add = (value: number, labels: MetricLabels | undefined) => {
+    const key = series(options.name, labelNames, labels);
+    values.set(key, (values.get(key) ?? 0) + value);
+  };
+  const set = (value: number, labels: MetricLabels | undefined) =>
+    values.set(series(options.name, labelNames, labels), value);
+  const render = () => {
+    let text = header(options, kind);
+    for (const [key, value] of values) text += `${options.name}${key} ${num(value)}\n`;
+    return text;
+  };
+  return { add, set, render };
 }
 
 /**
@@ -156,13 +207,12 @@ function plain(labels: MetricLabels | undefined): Record<string, string | number
  */
 export function counter(options: MetricOptions): CounterMetric {
   return declare("counter", options, (labelNames) => {
-    const c = new client.Counter({
-      name: options.name,
-      help: options.help,
-      labelNames,
-      registers: [authorRegistry()],
-    });
-    return { inc: (value = 1, labels) => c.inc(plain(labels), value) };
+    const { add, render } = scalar(options, "counter", labelNames);
+    const inc = (value = 1, labels?: MetricLabels) => {
+      if (value < 0) throw new TypeError(`Counter '${options.name}' cannot decrease`);
+      add(value, labels);
+    };
+    return { metric: { inc }, render };
   });
 }
 
@@ -181,19 +231,20 @@ export function counter(options: MetricOptions): CounterMetric {
  */
 export function gauge(options: MetricOptions): GaugeMetric {
   return declare("gauge", options, (labelNames) => {
-    const g = new client.Gauge({
-      name: options.name,
-      help: options.help,
-      labelNames,
-      registers: [authorRegistry()],
-    });
+    const { add, set, render } = scalar(options, "gauge", labelNames);
     return {
-      set: (value, labels) => g.set(plain(labels), value),
-      inc: (value = 1, labels) => g.inc(plain(labels), value),
-      dec: (value = 1, labels) => g.dec(plain(labels), value),
+      metric: {
+        set: (value, labels) => void set(value, labels),
+        inc: (value = 1, labels) => add(value, labels),
+        dec: (value = 1, labels) => add(-value, labels),
+      },
+      render,
     };
   });
 }
+
+/** The default buckets (seconds) of authors' histograms: 5 ms to 1 minute. */
+const HISTOGRAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
  * Declares a histogram.
@@ -215,18 +266,37 @@ export function gauge(options: MetricOptions): GaugeMetric {
  */
 export function histogram(options: HistogramOptions): HistogramMetric {
   return declare("histogram", options, (labelNames) => {
-    const h = new client.Histogram({
-      name: options.name,
-      help: options.help,
-      labelNames,
-      registers: [authorRegistry()],
-      ...(options.buckets ? { buckets: [...options.buckets] } : {
-        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      }),
-    });
-    return {
-      observe: (value, labels) => h.observe(plain(labels), value),
-      startTimer: (labels) => h.startTimer(plain(labels)),
+    const bounds = [...(options.buckets ?? HISTOGRAM_BUCKETS)].sort((a, b) => a - b);
+    const all = new Map<string, { counts: number[]; sum: number; count: number }>();
+    const observe = (value: number, labels?: MetricLabels) => {
+      const key = series(options.name, labelNames, labels);
+      let data = all.get(key);
+      if (!data) all.set(key, data = { counts: bounds.map(() => 0), sum: 0, count: 0 });
+      for (let i = 0; i < bounds.length; i++) if (value <= bounds[i]!) data.counts[i]!++;
+      data.sum += value;
+      data.count++;
     };
+    const render = () => {
+      let text = header(options, "histogram");
+      for (const [key, data] of all) {
+        const inner = key ? key.slice(1, -1) + "," : "";
+        bounds.forEach((bound, i) => {
+          text += `${options.name}_bucket{${inner}le="${num(bound)}"} ${data.counts[i]}\n`;
+        });
+        text += `${options.name}_bucket{${inner}le="+Inf"} ${data.count}\n`;
+        text += `${options.name}_sum${key} ${num(data.sum)}\n`;
+        text += `${options.name}_count${key} ${data.count}\n`;
+      }
+      return text;
+    };
+    const startTimer = (labels?: MetricLabels) => {
+      const began = performance.now();
+      return () => {
+        const seconds = (performance.now() - began) / 1000;
+        observe(seconds, labels);
+        return seconds;
+      };
+    };
+    return { metric: { observe, startTimer }, render };
   });
 }

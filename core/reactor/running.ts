@@ -28,7 +28,7 @@ import { detectShardedWatches, ShardCoordinator } from "../engines/sharding.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { EventPoster, withPoster } from "../engines/posting.ts";
 import { endpointUrl, serveLiveness, serveMetrics } from "../engines/probing.ts";
-import { MetricsEngine } from "../engines/metrics.ts";
+import type { MetricsEngine } from "../engines/metrics.ts";
 import { combineObservers, type OperatorObserver } from "../engines/observers.ts";
 import { tracingEnabled, TracingObserver } from "../engines/tracing.ts";
 import type { Activity } from "../intents/handlers.ts";
@@ -210,7 +210,12 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     const metricsUrl = settings.metrics.endpoint;
     if (metricsUrl) endpointUrl(metricsUrl, "metrics");
     const engine = options.metricsEngine ??
-      (metricsUrl ? new MetricsEngine({ process: settings.metrics.process }) : undefined);
+      (metricsUrl
+        // Loaded only when served: prom-client costs every other operator ~10 MiB.
+        ? new (await import("../engines/metrics.ts")).MetricsEngine({
+          process: settings.metrics.process,
+        })
+        : undefined);
     engine?.attachClient(client.counters, new URL(client.http.connection.server).host);
     const observers: OperatorObserver[] = [];
     if (tracingEnabled()) observers.push(new TracingObserver());
