@@ -1,18 +1,28 @@
 /**
- * Sharded replicas, measured: for 1, 2 and 3 replicas of `kopf run --shards` (the benchmark's
- * handlers, bench/handlers/kopf_ts.ts) on one private control plane (the `ShardedListAndWatch`
- * gate on, or off with `--gate-off`), it creates N objects with 48 requests in flight and waits
- * until all are handled, then reports per replica: the handler runs (its share), the watch events
- * it kept (`kopf_watch_events_total` from its `--metrics` endpoint, counted after the client-side
- * filter: about 1/R either way; with the gate off the discarded events cost CPU but are not
- * counted here), CPU seconds and peak RSS. With 2+ replicas it then
- * SIGKILLs one, creates N/10 more objects, and reports how long until all are handled (the
- * takeover: the lease duration, 15 s by default, plus a round or two). The API server's audit
- * log gives the replicas' writes (all replicas together, as they share a User-Agent): to the
- * objects (one per handled creation is the floor) and to the shards' Leases.
+ * Sharded replicas and leader election, measured on one private control plane (the
+ * `ShardedListAndWatch` gate on, or off with `--gate-off`), with the benchmark's handlers
+ * (bench/handlers/kopf_ts.ts).
  *
- *   tools/deno.sh run -A bench/scale_out.ts [--count 1000] [--replicas 1,2,3] [--shards 8]
- *     [--gate-off] [--lease 15,10,2]
+ * Sharding: for 1, 2 and 3 replicas of `kopf run --shards` (32 shards by default, as
+ * `kopf run`), it creates N objects with 48 requests in flight and waits until all are handled,
+ * then reports per replica: the handler runs (its share), the watch events it RECEIVED from the
+ * server and those it KEPT (`kopf_watch_events_total` from its `--metrics` endpoint: the type
+ * `FILTERED` counts what the client-side hash filter dropped, i.e. what the server sent for
+ * other shards; received = kept + FILTERED: about 1/N of all with the gate on, each held shard's
+ * watch receiving everything with it off), CPU seconds and peak RSS. With 2+ replicas it then
+ * SIGKILLs one, creates N/10 more objects at once, and measures the takeover directly: from the
+ * kill to the first and to the last handled object in the victim's shards (its shard Leases just
+ * before the kill; the handling time is when the harness's own watch saw `status.create_fn`).
+ * The API server's audit log gives the replicas' writes (all replicas together, as they share a
+ * User-Agent): to the objects (one per handled creation is the floor) and to the Leases.
+ *
+ * Leader election (unless `--no-leader`): two replicas of `kopf run --leader-elect` with the
+ * default Lease timings (15 s / 10 s / 2 s); SIGTERM to the leader and one object created at
+ * once: the time until the standby has handled it; then a third replica stands by, SIGKILL to
+ * the leader and again one object: the time until it is handled.
+ *
+ *   tools/deno.sh run -A bench/scale_out.ts [--count 1000] [--replicas 1,2,3] [--shards 32]
+ *     [--gate-off] [--lease 15,10,2] [--no-leader]
  *
  * Figures are measurements of one run on this machine, not assertions; the control plane and all
  * replicas share its cores, so CPU and latency depend on what else runs.
@@ -22,8 +32,9 @@ import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { ControlPlane } from "../testing/control_plane.ts";
 import { AUDIT_POLICY, AuditLog, summarize } from "./lib/audit.ts";
-import { Api, pool } from "./lib/kube.ts";
+import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
+import { shardOfObject } from "../core/structs/shards.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const { values } = parseArgs({
@@ -34,11 +45,12 @@ const { values } = parseArgs({
     shards: { type: "string" },
     lease: { type: "string" },
     "gate-off": { type: "boolean" },
+    "no-leader": { type: "boolean" },
   },
 });
 const count = Number(values.count ?? 1000);
 const replicaCounts = (values.replicas ?? "1,2,3").split(",").map(Number);
-const shards = Number(values.shards ?? 8);
+const shards = Number(values.shards ?? 32);
 const lease = values.lease ?? "15,10,2";
 const gateOn = !values["gate-off"];
 
@@ -87,12 +99,42 @@ function freePort(): number {
   return port;
 }
 
-async function watchEvents(port: number): Promise<number> {
+/** Watch events from a replica's metrics: kept by it, and received (kept + FILTERED). */
+async function watchEvents(port: number): Promise<{ kept: number; received: number }> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text())
     .catch(() => "");
-  return text.split("\n").filter((l) => l.startsWith("kopf_watch_events_total{"))
-    .filter((l) => !l.includes('type="BOOKMARK"'))
-    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+  const lines = text.split("\n").filter((l) => l.startsWith("kopf_watch_events_total{"))
+    .filter((l) => !l.includes('type="BOOKMARK"'));
+  const sum = (ls: string[]) => ls.reduce((total, l) => total + Number(l.split(" ").pop()), 0);
+  const filtered = sum(lines.filter((l) => l.includes('type="FILTERED"')));
+  const kept = sum(lines.filter((l) => !l.includes('type="FILTERED"')));
+  return { kept, received: kept + filtered };
+}
+
+/** The shards each holder's identity holds now, from the shard Leases `kopf-shard-<k>`. */
+async function shardHolders(namespace: string): Promise<Map<number, string>> {
+  const { body } = await api.request(
+    "GET",
+    `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+  );
+  const items = (body as {
+    items?: { metadata: { name: string }; spec?: { holderIdentity?: string } }[];
+  }).items ?? [];
+  const holders = new Map<number, string>();
+  for (const lease of items) {
+    const match = /^kopf-shard-(\d+)$/.exec(lease.metadata.name);
+    if (match && lease.spec?.holderIdentity) {
+      holders.set(Number(match[1]), lease.spec.holderIdentity);
+    }
+  }
+  return holders;
+}
+
+/** The objects' uids by name (for their shards). */
+async function uids(namespace: string): Promise<Map<string, string>> {
+  const { body } = await api.request("GET", api.path(namespace), undefined, { timeoutMs: 60_000 });
+  const items = (body as { items?: { metadata: { name: string; uid: string } }[] }).items ?? [];
+  return new Map(items.map((item) => [item.metadata.name, item.metadata.uid]));
 }
 
 function runs(path: string): number {
@@ -205,24 +247,48 @@ for (const replicas of replicaCounts) {
     id: r.id,
     handled: runs(r.runlog),
     repeated: repeatedRuns(r.runlog),
-    events: (await watchEvents(r.port)) - before[i]!,
+    ...(await watchEvents(r.port).then((now) => ({
+      events: now.kept - before[i]!.kept,
+      received: now.received - before[i]!.received,
+    }))),
     cpu: cpuSeconds(processTree(r.child.pid)) - cpuBefore[i]!,
     peakRssMiB: memoryMiB(processTree(r.child.pid), "VmHWM"),
   })));
   let takeoverSeconds: number | undefined;
+  let takeover: { objects: number; firstSeconds: number; lastSeconds: number } | undefined;
   if (replicas >= 2) {
     const victim = started.at(-1)!;
+    const victimShards = new Set(
+      [...(await shardHolders(namespace))].filter(([, holder]) =>
+        holder.startsWith(`${victim.id}_`)
+      ).map(([shard]) => shard),
+    );
+    const observer = new Observer(api, namespace);
+    await observer.start();
+    const extra = Math.max(1, Math.floor(count / 10));
+    const names = Array.from({ length: extra }, (_, i) => `k${i}`);
+    const killedAt = Date.now();
     victim.child.kill("SIGKILL");
     await victim.child.status;
-    const extra = Math.max(1, Math.floor(count / 10));
     const t1 = performance.now();
-    await pool(
-      Array.from({ length: extra }, (_, i) => `k${i}`),
-      48,
-      (n) => api.create(namespace, n),
-    );
+    await pool(names, 48, (n) => api.create(namespace, n));
     await waitHandled(namespace, count + 1 + extra, 300_000);
     takeoverSeconds = (performance.now() - t1) / 1000;
+    await observer.waitUntil(() => observer.countHandled(names) === extra, 60_000);
+    await observer.stop();
+    const uid = await uids(namespace);
+    const moved = names.filter((name) =>
+      victimShards.has(shardOfObject({ metadata: { uid: uid.get(name) } }, "uid", shards))
+    );
+    const times = moved.map((name) => observer.seen.get(name)!.handledAt! - killedAt);
+    takeover = {
+      objects: moved.length,
+      firstSeconds: Math.min(...times) / 1000,
+      lastSeconds: Math.max(...times) / 1000,
+    };
+    log(
+      `takeover after SIGKILL: ${JSON.stringify({ victimShards: [...victimShards], ...takeover })}`,
+    );
   }
   for (const r of started) {
     try {
@@ -256,6 +322,7 @@ for (const replicas of replicaCounts) {
     gateOn,
     seconds,
     takeoverSeconds,
+    takeover,
     per,
     said,
     writes,
@@ -264,15 +331,154 @@ for (const replicas of replicaCounts) {
   log(JSON.stringify(result));
   for (const [i, p] of per.entries()) {
     const lines = said[i]!;
+    const moved = takeover
+      ? `${takeover.firstSeconds.toFixed(1)} / ${
+        takeover.lastSeconds.toFixed(1)
+      } (${takeover.objects})`
+      : "—";
     rows.push(
-      `| ${replicas} | ${p.id} | ${p.handled} | ${p.repeated} | ${lines.renewalFailed} / ${lines.membershipLapsed} / ${lines.shardsTaken} | ${p.events} | ${
+      `| ${replicas} | ${p.id} | ${p.handled} | ${p.repeated} | ${lines.renewalFailed} / ${lines.membershipLapsed} / ${lines.shardsTaken} | ${p.received} | ${p.events} | ${
         p.cpu.toFixed(2)
       } | ` +
         `${p.peakRssMiB.toFixed(0)} | ${seconds.toFixed(1)} | ${
           takeoverSeconds?.toFixed(1) ?? "—"
-        } | ${objectWrites} (${writes.perObject.toFixed(2)}/object) | ${leaseWrites} |`,
+        } | ${moved} | ${objectWrites} (${writes.perObject.toFixed(2)}/object) | ${leaseWrites} |`,
     );
   }
+}
+/** A `kopf run --leader-elect` replica with its output in a file. */
+interface Contender {
+  readonly id: string;
+  readonly child: Deno.ChildProcess;
+  readonly runlog: string;
+  readonly output: string;
+  readonly copies: Promise<unknown>;
+}
+
+function readText(path: string): string {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch {
+    return "";
+  }
+}
+
+async function until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/**
+ * Leader election's hand-over: the time from a signal to the leader (SIGTERM: it releases the
+ * Lease; SIGKILL: the Lease expires) until an object created right after it is handled, and by
+ * whom. Each trial has a fresh standby waiting; default Lease timings (15 s / 10 s / 2 s).
+ */
+async function leaderElection(plan: readonly Deno.Signal[]) {
+  const namespace = `le-${Date.now() % 100_000}`;
+  await api.request("POST", "/api/v1/namespaces", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+  let serial = 0;
+  const spawn = async (): Promise<Contender> => {
+    const id = `l${++serial}`;
+    const runlog = `${dir}/${namespace}-${id}.log`;
+    const output = `${dir}/${namespace}-${id}.out`;
+    const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
+      args: [
+        ...["run", "-A", "cli.ts", "run", "bench/handlers/kopf_ts.ts", "-n", namespace],
+        ...["--standalone", "--leader-elect", "--lease-namespace", namespace],
+        ...["--log-format", "plain"],
+      ],
+      cwd: ROOT,
+      env: { KUBECONFIG: plane.kubeconfigPath, POD_NAME: id, BENCH_RUNLOG: runlog },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const file = await Deno.open(output, { write: true, create: true, append: true });
+    const copies = Promise.all([
+      child.stdout.pipeTo(file.writable, { preventClose: true }),
+      child.stderr.pipeTo(new WritableStream({ write: (chunk) => void file.writeSync(chunk) })),
+    ]).finally(() => file.close());
+    return { id, child, runlog, output, copies };
+  };
+  const says = (c: Contender, pattern: RegExp) => pattern.test(readText(c.output));
+  const handledBy = (name: string, live: readonly Contender[]) =>
+    live.filter((c) => readText(c.runlog).split("\n").some((l) => l.startsWith(`create ${name} `)))
+      .map((c) => c.id);
+  const live = [await spawn(), await spawn()];
+  const all = [...live];
+  await until(() => live.some((c) => says(c, /Leading:/)), 120_000, "a leader");
+  await api.create(namespace, "warm-up");
+  await waitHandled(namespace, 1, 120_000);
+  const observer = new Observer(api, namespace);
+  await observer.start();
+  const trials: Array<{ signal: string; seconds: number; handledBy: string[]; leader: string }> =
+    [];
+  try {
+    for (const [i, signal] of plan.entries()) {
+      if (live.length < 2) {
+        const fresh = await spawn();
+        live.push(fresh);
+        all.push(fresh);
+      }
+      const standing = (c: Contender) => says(c, /Standing by/) && !says(c, /Leading:/);
+      await until(() => live.some(standing), 120_000, "a standby");
+      await until(() => live.some((c) => says(c, /Leading:/)), 120_000, "a leader");
+      const leader = live.find((c) => says(c, /Leading:/))!;
+      // A random phase against the standby's attempts (its first came just now).
+      await sleep(2_000 + Math.random() * 2_000);
+      const name = `${signal.toLowerCase()}-${i}`;
+      const sentAt = Date.now();
+      leader.child.kill(signal);
+      await api.create(namespace, name);
+      await observer.waitUntil(() => observer.countHandled([name]) === 1, 120_000);
+      const seconds = (observer.seen.get(name)!.handledAt! - sentAt) / 1000;
+      await leader.child.status;
+      live.splice(live.indexOf(leader), 1);
+      trials.push({ signal, seconds, handledBy: handledBy(name, all), leader: leader.id });
+      log(`leader election: ${JSON.stringify(trials.at(-1))}`);
+    }
+  } finally {
+    await observer.stop();
+    for (const c of all) {
+      try {
+        c.child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+      await c.child.status;
+      await c.copies.catch(() => {});
+    }
+  }
+  return trials;
+}
+
+const leaderRows: string[] = [];
+let leader: Awaited<ReturnType<typeof leaderElection>> | undefined;
+if (!values["no-leader"]) {
+  leader = await leaderElection([
+    ...Array<Deno.Signal>(5).fill("SIGTERM"),
+    ...Array<Deno.Signal>(2).fill("SIGKILL"),
+  ]);
+  leaderRows.push(
+    "",
+    "Leader election (two replicas of `kopf run --leader-elect`, default Lease timings 15 s / " +
+      "10 s / 2 s, a fresh standby for each trial): from the signal to the leader until an " +
+      "object created right after it was handled.",
+    "",
+    "| signal to the leader | handled after, s | handled by |",
+    "| --- | ---: | --- |",
+    ...leader.map((t) =>
+      `| ${t.signal} (leader ${t.leader}) | ${t.seconds.toFixed(1)} | ${
+        t.handledBy.join(", ") || "?"
+      } |`
+    ),
+  );
 }
 await Deno.remove(dir, { recursive: true }).catch(() => {});
 await Deno.remove(auditDir, { recursive: true }).catch(() => {});
@@ -280,7 +486,7 @@ await Deno.remove(auditDir, { recursive: true }).catch(() => {});
 const stamp = new Date().toISOString().replace(/:/g, "-").replace(/\.\d+/, "");
 await Deno.writeTextFile(
   `${ROOT}/bench/results/${stamp}-scale-out.json`,
-  JSON.stringify({ count, shards, lease, gateOn, results }, null, 2) + "\n",
+  JSON.stringify({ count, shards, lease, gateOn, results, leader }, null, 2) + "\n",
 );
 console.log(
   [
@@ -288,8 +494,9 @@ console.log(
       gateOn ? "on" : "off"
     }; one run on this machine (the control plane and all replicas share its cores).`,
     "",
-    "| replicas | replica | create handlers run (incl. a warm-up object) | of them repeated | membership: renewals failed / lapses / shards taken | watch events kept (after the client-side filter) | CPU, s | peak RSS, MiB | all handled, s | after SIGKILL of one: N/10 more handled, s | writes to the objects, all replicas (audit log) | Lease writes, all replicas |",
-    "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| replicas | replica | create handlers run (incl. a warm-up object) | of them repeated | membership: renewals failed / lapses / shards taken | watch events received from the server | of them kept (after the client-side filter) | CPU, s | peak RSS, MiB | all handled, s | after SIGKILL of one: N/10 more handled, s | takeover: SIGKILL → first / last object of the victim's shards handled, s (objects) | writes to the objects, all replicas (audit log) | Lease writes, all replicas |",
+    "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ...rows,
+    ...leaderRows,
   ].join("\n"),
 );
