@@ -2,6 +2,7 @@
  * The admission gate (`settings.queueing.admissionLimit`), against the real API server: a
  * backlog is processed with at most that many cycles busy outside their handlers — counted as
  * the operator's own PATCH requests in flight — while slow handlers are never held up by it.
+ * And the cycles themselves: a handled create takes one, not a second look at its own write.
  */
 
 import assert from "node:assert/strict";
@@ -9,9 +10,19 @@ import { on } from "../core/api/on.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { createSettings } from "../core/settings/settings.ts";
-import { applyCrds, eventually, kex, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  kex,
+  KOPFEXAMPLES,
+  sleep,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 import { startOperator } from "./_operator.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
+import { MetricsEngine } from "../core/engines/metrics.ts";
+import { Exposition } from "./_prometheus.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -119,5 +130,50 @@ Deno.test(
       "all objects handled",
     );
     assert.equal(started, names.length);
+  },
+);
+
+Deno.test(
+  "one cycle per handled create: the stored object after the write is looked at again only when someone else changed it meanwhile",
+  opts,
+  async () => {
+    const namespace = await testNamespace("settled");
+    using client = await testClient();
+    await applyCrds(client, "crds/example.yaml");
+    const engine = new MetricsEngine({ process: false });
+    const updates: unknown[] = [];
+    await using op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry }, async function create_fn({ name }) {
+        // The racing object: a user changes its spec while its create handler runs.
+        if (name === "racing") {
+          await client.api.patch(KOPFEXAMPLES, name, { spec: { size: 2 } }, { namespace });
+        }
+        return { done: true };
+      });
+      on.update("kopfexamples", { registry }, function update_fn({ diff }) {
+        updates.push(diff);
+      });
+    }, {
+      namespaces: [namespace],
+      settings: createSettings({ posting: { enabled: false } }),
+      metricsEngine: engine,
+    });
+    await op.ready;
+    const cycles = async () =>
+      new Exposition((await engine.exposition()).text).value("controller_runtime_reconcile_total", {
+        controller: "kopfexamples.v1.kopf.dev",
+      });
+    await client.api.create(KOPFEXAMPLES, kex("calm", { size: 1 }), { namespace });
+    await eventually(async () => {
+      const obj = await client.api.get(KOPFEXAMPLES, "calm", { namespace });
+      return (obj.status as { create_fn?: unknown })?.create_fn;
+    });
+    await sleep(500);
+    assert.equal(await cycles(), 1, "the created object's only cycle");
+    await client.api.create(KOPFEXAMPLES, kex("racing", { size: 1 }), { namespace });
+    await eventually(() => updates.length === 1, 20_000, "the racing change handled");
+    assert.deepEqual(updates, [[["change", ["spec", "size"], 1, 2]]]);
+    // Its first cycle, the second look that found the change, and the look after that write.
+    assert.ok(await cycles() >= 3, `cycles: ${await cycles()}`);
   },
 );

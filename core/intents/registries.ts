@@ -430,6 +430,16 @@ export function requiresFinalizer(
  * @returns Field paths under `status` or `metadata` that field handlers use.
  */
 export function extraEssenceFields(handlers: readonly ChangingHandler[]): string[][] {
-  return handlers.filter((h) => h.field && (h.field[0] === "status" || h.field[0] === "metadata"))
-    .map((h) => [...h.field!]);
+  // Asked once per processing cycle, for the same handler list of a stream every time.
+  let fields = EXTRA_FIELDS.get(handlers);
+  if (!fields) {
+    fields = handlers.filter((h) =>
+      h.field && (h.field[0] === "status" || h.field[0] === "metadata")
+    )
+      .map((h) => [...h.field!]);
+    EXTRA_FIELDS.set(handlers, fields);
+  }
+  return fields;
 }
+
+const EXTRA_FIELDS = new WeakMap<readonly ChangingHandler[], string[][]>();

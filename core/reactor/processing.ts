@@ -35,7 +35,7 @@ import {
   requiresFinalizer,
 } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { isMapping } from "../structs/dicts.ts";
+import { deepEqual, isMapping } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
@@ -116,6 +116,11 @@ export interface CycleResult {
   readonly delay?: number | undefined;
   /** A handler failed in this cycle, temporarily or permanently (for metrics). */
   readonly failed?: boolean | undefined;
+  /**
+   * The stored object after our write needs no second look: it differs from the processed one
+   * only by this cycle's own changes (as far as causes go).
+   */
+  readonly settled?: boolean | undefined;
 }
 
 const VERBS: Readonly<Record<Reason, [string, string]>> = {
@@ -153,7 +158,7 @@ export async function processEvent(
   const spawner = spawnerOf(deps, memory, body);
   if (deleted) spawner?.adjust(deps.spawning, body, { deleted: true, changed: false });
   if ((deps.changing.length === 0 && !spawner) || deleted) {
-    return await finish(deps, body, patch, undefined);
+    return await finish(deps, body, patch, undefined, essence);
   }
 
   // The cause is detected when first needed: by a filter callback (they see the cause, as in
@@ -189,7 +194,7 @@ export async function processEvent(
       logger.debug("Removing the finalizer, as there are no handlers requiring it.");
       patch.removeFinalizer(body, settings.finalizer);
     }
-    return await finish(deps, body, patch, 0);
+    return await finish(deps, body, patch, 0, essence);
   }
   // Daemons and timers start only once the finalizer protects them (the cycle above).
   if (spawner) adjustSpawned(spawner, deps, memory, body, essence);
@@ -200,7 +205,7 @@ export async function processEvent(
     !isDeletionRequested(body) &&
     !deps.changing.some((h) => matchesBodyFilters(h, body, () => filterContext(h)))
   ) {
-    return await finish(deps, body, patch, undefined);
+    return await finish(deps, body, patch, undefined, essence);
   }
 
   const cause = detect();
@@ -210,14 +215,14 @@ export async function processEvent(
   }
   if (cause.reason === "noop" || cause.reason === "free" || cause.reason === "gone") {
     memory.handledOnce = true;
-    return await finish(deps, body, patch, undefined);
+    return await finish(deps, body, patch, undefined, essence);
   }
   const reason = cause.reason;
   const handlers = matchChangingHandlers(deps.changing, cause, body, filterContext);
   if (handlers.length === 0) {
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
-    return await finish(deps, body, patch, undefined);
+    return await finish(deps, body, patch, undefined, essence);
   }
 
   const now = new Date();
@@ -295,16 +300,19 @@ export async function processEvent(
       // that the cycle their exit wakes up releases the object without running the handlers
       // again (the records go with the object).
       state.store(settings.progressStorage, body, patch);
-      return failedIf(anyFailed, await finish(deps, body, patch, undefined));
+      return failedIf(anyFailed, await finish(deps, body, patch, undefined, essence));
     }
     for (const id of ids) state.purge(id);
     state.store(settings.progressStorage, body, patch);
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
-    return failedIf(anyFailed, await finish(deps, body, patch, undefined));
+    return failedIf(anyFailed, await finish(deps, body, patch, undefined, essence));
   }
   state.store(settings.progressStorage, body, patch);
-  return failedIf(anyFailed, await finish(deps, body, patch, state.nextDelay(ids, new Date())));
+  return failedIf(
+    anyFailed,
+    await finish(deps, body, patch, state.nextDelay(ids, new Date()), essence),
+  );
 }
 
 /** Marks a cycle's result as failed (for metrics), keeping it as it is otherwise. */
@@ -446,6 +454,7 @@ async function finish(
   body: KubeObject,
   patch: Patch,
   delay: number | undefined,
+  essence: Record<string, unknown>,
 ): Promise<CycleResult> {
   if (patch.isEmpty) return { delay };
   const logger = deps.logger.forObject(body, { local: true });
@@ -456,7 +465,9 @@ async function finish(
   });
   switch (applied.state) {
     case "applied":
-      return { body: applied.body, delay };
+      return settledAfter(deps, body, applied.body, delay, essence)
+        ? { body: applied.body, delay, settled: true }
+        : { body: applied.body, delay };
     case "gone":
       logger.debug("Patching failed because the object is gone; nothing to do.");
       return {};
@@ -469,6 +480,31 @@ async function finish(
     case "unchanged":
       return { delay };
   }
+}
+
+/**
+ * Whether the object as stored after the cycle's own write needs no second look: nothing is
+ * due, no daemon or timer watches the object, and it differs from the processed object only in
+ * what cannot start a cause — its essence, finalizers and deletion mark are the same, so the
+ * second look would detect nothing. Otherwise someone else changed the object between the
+ * event and the write, and that change (whose own, older event will be skipped) must be seen.
+ */
+function settledAfter(
+  deps: ProcessingDeps,
+  before: KubeObject,
+  after: KubeObject,
+  delay: number | undefined,
+  essence: Record<string, unknown>,
+): boolean {
+  if (delay !== undefined || deps.spawning.length > 0) return false;
+  const was = before.metadata ?? {}, is = after.metadata ?? {};
+  if (was.deletionTimestamp !== is.deletionTimestamp) return false;
+  if (!deepEqual(was.finalizers ?? [], is.finalizers ?? [])) return false;
+  const extraFields = extraEssenceFields(deps.changing);
+  return deepEqual(
+    deps.settings.persistence.diffbaseStorage.build({ body: after, extraFields }),
+    essence,
+  );
 }
 
 function describe(body: KubeObject): string {

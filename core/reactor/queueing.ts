@@ -216,7 +216,7 @@ class ObjectWorker {
       // stored object already includes it.)
       const arrived = this.pending as ObjectEvent | undefined; // may have been set during the cycle
       const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, processedVersion);
-      if ((dueIn === 0 || wrote) && (!arrived || stale)) {
+      if ((dueIn === 0 || (wrote && !result.settled)) && (!arrived || stale)) {
         this.pending = { ...current, internal: true, forced: true };
       }
     }

@@ -270,6 +270,22 @@ Deno.test("ObjectQueue skips the echo of its own write and older versions (SUB-3
   await h.stop();
 });
 
+Deno.test("ObjectQueue takes no second look at its own write when the cycle says it is settled", async () => {
+  const h = harness((event) =>
+    rvOf(event) === "4" ? { body: body("a", "5", { patched: true }), settled: true } : {}
+  );
+  h.queue.push(ev("a", "4"));
+  await until(() => h.calls.length === 1, "the first call");
+  await sleep(30);
+  assert.equal(h.calls.length, 1, "nothing else to look at");
+  h.queue.push(ev("a", "5")); // the echo of its own write: still skipped
+  await sleep(20);
+  assert.equal(h.calls.length, 1);
+  h.queue.push(ev("a", "6"));
+  await until(() => h.calls.length === 2, "a newer event is processed");
+  await h.stop();
+});
+
 Deno.test("ObjectQueue compares non-numeric resourceVersions by equality only (SUB-31)", async () => {
   const h = harness((event) => rvOf(event) === "x1" ? { body: body("a", "x2") } : {});
   h.queue.push(ev("a", "x1"));

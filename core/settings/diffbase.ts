@@ -394,10 +394,25 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
    */
   override build(args: DiffBaseBuildArgs): Essence {
     const extraFields = [...(args.extraFields ?? [])];
-    return this.storages.reduce(
-      (essence, storage) => storage.build({ body: essence, extraFields }),
-      super.build({ body: args.body, extraFields }),
-    );
+    let removed = false; // ignored fields removed since empty stanzas were last removed
+    return this.storages.reduce((essence, storage) => {
+      if (storage.build !== DiffBaseStorage.prototype.build) {
+        removed = false;
+        return storage.build({ body: essence, extraFields });
+      }
+      // The common rules are idempotent: rebuilding the essence with them once per storage (a
+      // cycle's biggest cost) comes down to dropping the stanzas that the previous storage's
+      // ignored fields emptied, then this storage's own ignored fields.
+      if (removed) removeEmptyStanzas(essence);
+      removed = false;
+      for (const field of storage.ignoredFields) {
+        if (parseField(field).length) {
+          remove(essence, field);
+          removed = true;
+        }
+      }
+      return essence;
+    }, super.build({ body: args.body, extraFields }));
   }
 
   /**

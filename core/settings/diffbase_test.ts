@@ -263,3 +263,26 @@ Deno.test("AnnotationsDiffBaseStorage keeps an essence that would overflow the a
   strict.store({ body, patch: doomed, essence });
   assert.equal(typeof resolve(doomed.body, ["metadata", "annotations", KEY]), "string");
 });
+
+Deno.test("MultiDiffBaseStorage.build() gives what building with each storage in turn gives, without rebuilding", () => {
+  const a = new AnnotationsDiffBaseStorage({ ignoredFields: ["spec.x.y"] });
+  const b = new StatusDiffBaseStorage({ ignoredFields: ["spec.z"] });
+  const body = {
+    apiVersion: "v1",
+    kind: "K",
+    metadata: { name: "n", labels: { l: "1" }, annotations: { [LHC]: "{}", keep: "me" } },
+    spec: { x: { y: 1 }, z: 2, w: { v: [] }, keep: true },
+    status: { field: 1 },
+  };
+  const extraFields = [["status", "field"]];
+  // Kopf's definition: the common essence, then every storage's build over the previous result.
+  const chained = [a, b].reduce(
+    (essence, storage) => storage.build({ body: essence, extraFields }),
+    new AnnotationsDiffBaseStorage().build({ body, extraFields }),
+  );
+  const combined = new MultiDiffBaseStorage([a, b]).build({ body, extraFields });
+  assertSameEssence(combined, chained);
+  // spec.x emptied by the first storage's ignored field is dropped before the second one's.
+  assert.equal(resolve(combined, "spec.x"), undefined);
+  assert.equal(resolve(combined, "spec.z"), undefined);
+});
