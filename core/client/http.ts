@@ -13,6 +13,7 @@ import { backoffDelay, type BackoffOptions, parseRetryAfter, sleep } from "../ut
 import type { ConnectionInfo } from "./connection.ts";
 import { classify, RequestCounters } from "./counters.ts";
 import { type ByteStream, rawRequest } from "./raw_stream.ts";
+import { type Deadline, Deadlines } from "./deadlines.ts";
 import {
   ApiError,
   apiErrorFrom,
@@ -110,6 +111,7 @@ export class HttpClient implements Disposable {
   #tls: Deno.HttpClient | undefined;
   #streams: Deno.HttpClient | undefined;
   #fetch: FetchFn;
+  #deadlines = new Deadlines();
   #tokens: number;
   #refilledAt = performance.now();
 
@@ -160,9 +162,20 @@ export class HttpClient implements Disposable {
    * @throws {TransportError} when the server cannot be reached (after retries).
    */
   async json<T = unknown>(request: HttpRequest): Promise<T> {
-    const response = await this.send(request);
-    const text = await response.text();
-    return (text ? JSON.parse(text) : {}) as T;
+    // The hot path (every patch, get and list): a deadline per attempt from the shared
+    // Deadlines instead of a timer and a dependent signal of its own; open until the body is in.
+    let deadline: Deadline | undefined;
+    try {
+      const response = await this.#attempts(request, (auth) => {
+        deadline?.close();
+        deadline = this.#deadlines.open(request.signal, this.#timeoutMs(request));
+        return this.#once(request, auth, deadline);
+      });
+      const text = await response.text();
+      return (text ? JSON.parse(text) : {}) as T;
+    } finally {
+      deadline?.close();
+    }
   }
 
   /**
@@ -306,19 +319,30 @@ export class HttpClient implements Disposable {
     );
   }
 
-  async #once(request: HttpRequest, auth: Record<string, string>): Promise<Response> {
+  async #once(
+    request: HttpRequest,
+    auth: Record<string, string>,
+    deadline?: Deadline,
+  ): Promise<Response> {
     await this.#throttle(request.signal);
     const method = (request.method ?? "GET").toUpperCase();
-    const url = new URL(this.connection.server + request.path);
-    for (const [key, value] of Object.entries(request.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(key, String(value));
+    const query = Object.entries(request.query ?? {}).filter(([, value]) => value !== undefined);
+    // Most requests (patches, gets) have no query: no URL object to build and parse for them.
+    let url: URL | string, pathname: string, search: string, params: URLSearchParams | undefined;
+    if (query.length === 0 && !request.path.includes("?")) {
+      url = this.connection.server + request.path;
+      pathname = request.path;
+      search = "";
+    } else {
+      const parsed = new URL(this.connection.server + request.path);
+      for (const [key, value] of query) parsed.searchParams.set(key, String(value));
+      url = parsed;
+      pathname = parsed.pathname;
+      search = parsed.search;
+      params = parsed.searchParams;
     }
-    const info: RequestInfo = {
-      method,
-      path: url.pathname + url.search,
-      server: this.connection.server,
-    };
-    const { verb, resource } = classify(method, url.pathname, url.searchParams);
+    const info: RequestInfo = { method, path: pathname + search, server: this.connection.server };
+    const { verb, resource } = classify(method, pathname, params);
     const headers: Record<string, string> = {
       Accept: request.accept ?? "application/json",
       "User-Agent": this.#options.userAgent ?? "kopf-ts",
@@ -327,8 +351,12 @@ export class HttpClient implements Disposable {
     if (request.body !== undefined) {
       headers["Content-Type"] = request.contentType ?? "application/json";
     }
-    const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
-    const timeout = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+    const timeoutMs = this.#timeoutMs(request);
+    const timeout = deadline
+      ? undefined
+      : timeoutMs > 0
+      ? AbortSignal.timeout(timeoutMs)
+      : undefined;
     const connectMs = this.#connectTimeoutMs(request);
     // A timer, not AbortSignal.timeout(): it must stop counting once the headers are here.
     const connecting = connectMs > 0 ? new AbortController() : undefined;
@@ -338,7 +366,9 @@ export class HttpClient implements Disposable {
         connectMs,
       );
     // A dependent signal only when there are several to combine (one per request adds up).
-    const signals = [request.signal, timeout, connecting?.signal].filter((x) => x !== undefined);
+    const signals = deadline
+      ? [deadline.signal, connecting?.signal].filter((x) => x !== undefined)
+      : [request.signal, timeout, connecting?.signal].filter((x) => x !== undefined);
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     let response: Response;
     const client = this.#clientFor(request);
@@ -362,7 +392,8 @@ export class HttpClient implements Disposable {
       this.counters.record({ verb, resource, code: 0 }, (performance.now() - began) / 1000);
       report(0);
       if (request.signal?.aborted) throw request.signal.reason;
-      if (connecting?.signal.aborted && !timeout?.aborted) {
+      const timedOut = deadline ? deadline.signal.aborted : timeout?.aborted;
+      if (connecting?.signal.aborted && !timedOut) {
         throw new TransportError(
           `No response from ${info.server} within the connect timeout of ${connectMs} ms: ${method} ${info.path}`,
           info,
@@ -387,6 +418,11 @@ export class HttpClient implements Disposable {
       info,
       parseRetryAfter(response.headers.get("Retry-After")),
     );
+  }
+
+  /** The time a request may take: the request's, the client's, else 60 s; 0: no limit. */
+  #timeoutMs(request: HttpRequest): number {
+    return request.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
   }
 
   /** The bound until the response headers: the request's, the client's, or for streams Kopf's
@@ -415,6 +451,7 @@ export class HttpClient implements Disposable {
 
   /** Closes the TLS connection pool. */
   [Symbol.dispose](): void {
+    this.#deadlines.stop();
     this.#tls?.close();
     this.#tls = undefined;
     this.#streams?.close();

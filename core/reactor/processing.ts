@@ -501,10 +501,9 @@ function settledAfter(
   if (was.deletionTimestamp !== is.deletionTimestamp) return false;
   if (!deepEqual(was.finalizers ?? [], is.finalizers ?? [])) return false;
   const extraFields = extraEssenceFields(deps.changing);
-  return deepEqual(
-    deps.settings.persistence.diffbaseStorage.build({ body: after, extraFields }),
-    essence,
-  );
+  const storage = deps.settings.persistence.diffbaseStorage;
+  return storage.quickSameEssence(before, after, extraFields) ||
+    deepEqual(storage.build({ body: after, extraFields }), essence);
 }
 
 function describe(body: KubeObject): string {

@@ -103,20 +103,30 @@ class ObjectWorker {
     this.#wake?.();
   }
 
-  /** Waits for a new event for at most `seconds` (forever if undefined). Returns whether one came. */
+  /**
+   * Waits for a new event: at most `seconds` when something is due then (a timer of its own),
+   * else until the queue finds it idle for longer than `settings.queueing.idleTimeout` (one
+   * sweep for all idle workers: a timer per idle worker adds up over thousands of objects).
+   * No listener on the operator's signal per wait: the queue interrupts all workers at once.
+   * @returns Whether an event came.
+   */
   async #waitForEvent(seconds: number | undefined): Promise<boolean> {
     if (this.pending) return true;
     if (this.queue.deps.signal.aborted) return false;
-    // No listener on the operator's signal per wait: the queue interrupts all workers at once.
     await new Promise<void>((resolve) => {
-      const done = () => {
+      if (seconds === undefined) {
+        this.#wake = resolve;
+        this.queue.idle(this);
+        return;
+      }
+      const timer = setTimeout(resolve, seconds * 1000);
+      this.#wake = () => {
         clearTimeout(timer);
         resolve();
       };
-      const timer = seconds === undefined ? undefined : setTimeout(done, seconds * 1000);
-      this.#wake = done;
     });
     this.#wake = undefined;
+    this.queue.busy(this);
     return Boolean(this.pending);
   }
 
@@ -128,8 +138,7 @@ class ObjectWorker {
     let errors = 0;
     while (!deps.signal.aborted) {
       if (!this.pending) {
-        const idle = dueIn ?? deps.settings.idleTimeout;
-        const arrived = await this.#waitForEvent(idle);
+        const arrived = await this.#waitForEvent(dueIn);
         if (deps.signal.aborted) break;
         if (!arrived) {
           if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
@@ -141,7 +150,7 @@ class ObjectWorker {
         } else {
           // One macrotask only: events already read from the stream in the same chunk land
           // first, so a burst still collapses without delaying a lone change.
-          await new Promise((resolve) => setTimeout(resolve, 0));
+          await nextMacrotask();
         }
       }
       if (deps.gate) {
@@ -223,17 +232,67 @@ class ObjectWorker {
   }
 }
 
+let tick: Promise<void> | undefined;
+
+/** The next macrotask, one timer for everyone who asks in the same turn. */
+function nextMacrotask(): Promise<void> {
+  return tick ??= new Promise<void>((resolve) =>
+    setTimeout(() => {
+      tick = undefined;
+      resolve();
+    }, 0)
+  );
+}
+
 /** Routes object events to per-object workers. */
 export class ObjectQueue {
   /** The queue's collaborators. */
   readonly deps: QueueDeps;
   #workers = new Map<string, ObjectWorker>();
   #memories = new Map<string, ObjectMemory>();
+  /** Workers waiting with nothing due, and since when (insertion order is idle order). */
+  #idle = new Map<ObjectWorker, number>();
+  #sweeper: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * A worker waits with nothing due: it exits once idle for `settings.queueing.idleTimeout`.
+   * @param worker The worker.
+   */
+  idle(worker: ObjectWorker): void {
+    this.#idle.set(worker, performance.now());
+    // Swept a few times per timeout: idle workers exit up to a quarter of it late.
+    const every = Math.max(10, (this.deps.settings.idleTimeout * 1000) / 4);
+    this.#sweeper ??= setInterval(() => this.#sweep(), every);
+  }
+
+  /**
+   * A worker stopped waiting.
+   * @param worker The worker.
+   */
+  busy(worker: ObjectWorker): void {
+    this.#idle.delete(worker);
+  }
+
+  #sweep(): void {
+    if (this.#idle.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
+    const cutoff = performance.now() - this.deps.settings.idleTimeout * 1000;
+    for (const [worker, since] of this.#idle) {
+      if (since > cutoff) break; // the rest went idle later
+      this.#idle.delete(worker);
+      worker.interrupt();
+    }
+  }
 
   /** @param deps What the workers need. */
   constructor(deps: QueueDeps) {
     this.deps = deps;
     deps.signal.addEventListener("abort", () => {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
       for (const worker of this.#workers.values()) worker.interrupt();
     }, { once: true });
   }

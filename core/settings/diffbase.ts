@@ -24,6 +24,7 @@
 import {
   cherrypick,
   deepCopyWithout,
+  deepEqual,
   ensure,
   type FieldPath,
   type FieldSpec,
@@ -133,7 +134,63 @@ export abstract class DiffBaseStorage {
     for (const field of this.ignoredFields) {
       if (parseField(field).length) remove(essence, field);
     }
+    this.clean(essence, body);
     return essence;
+  }
+
+  /**
+   * Removes this storage's own traces from an essence built with the common rules (e.g. its
+   * annotation). Storages override this rather than {@link build}: then the essence is built
+   * once for several storages, and compared cheaply ({@link quickSameEssence}).
+   * @param _essence The essence, changed in place.
+   * @param _body The object it was built from.
+   */
+  clean(_essence: Essence, _body: Mapping): void {}
+
+  /**
+   * The annotations that {@link clean} removes from an object's essence (besides the common
+   * rules'), for {@link quickSameEssence}.
+   * @param _body The object.
+   * @returns Annotation keys.
+   */
+  droppedAnnotations(_body: Mapping): readonly string[] {
+    return [];
+  }
+
+  /**
+   * Whether two versions of one object certainly have the same essence, told cheaply without
+   * building either: the same `metadata.generation` (the API server raises it for every change
+   * outside `metadata`; status changes through a `/status` subresource do not count, and status
+   * is not in the essence), the same labels, and the same annotations apart from those every
+   * essence drops. `false` means "not known": build both and compare. Storages that change how
+   * essences are built answer `false` always.
+   *
+   * @param a One version of the object.
+   * @param b Another version.
+   * @param extraFields The extra fields kept in the essence (then nothing is told cheaply).
+   * @returns `true` only when the essences are certainly equal.
+   */
+  quickSameEssence(
+    a: Mapping,
+    b: Mapping,
+    extraFields: Iterable<FieldSpec> | undefined = undefined,
+  ): boolean {
+    if (!this.keepsCommonRules()) return false;
+    if (extraFields && [...extraFields].length) return false;
+    const ma = isMapping(a["metadata"]) ? a["metadata"] : {};
+    const mb = isMapping(b["metadata"]) ? b["metadata"] : {};
+    const ga = ma["generation"], gb = mb["generation"];
+    if (typeof ga !== "number" || ga !== gb) return false;
+    if (!deepEqual(ma["labels"] ?? {}, mb["labels"] ?? {})) return false;
+    return sameEssentialAnnotations(
+      essentialAnnotations(ma["annotations"], this.droppedAnnotations(a)),
+      essentialAnnotations(mb["annotations"], this.droppedAnnotations(b)),
+    );
+  }
+
+  /** Whether this storage builds essences with the common rules alone (build not overridden). */
+  protected keepsCommonRules(): boolean {
+    return this.build === DiffBaseStorage.prototype.build;
   }
 
   /**
@@ -251,11 +308,18 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
    * @param args The object and the extra fields to keep.
    * @returns A new essence, sharing nothing with the body.
    */
-  override build(args: DiffBaseBuildArgs): Essence {
-    const essence = super.build(args);
-    removeAnnotations(essence, this.keys.make(this.key, args.body));
+  override clean(essence: Essence, body: Mapping): void {
+    removeAnnotations(essence, this.keys.make(this.key, body));
     removeEmptyStanzas(essence);
-    return essence;
+  }
+
+  /**
+   * This storage's own annotation keys.
+   * @param body The object.
+   * @returns The keys.
+   */
+  override droppedAnnotations(body: Mapping): readonly string[] {
+    return this.keys.make(this.key, body);
   }
 
   /**
@@ -344,10 +408,8 @@ export class StatusDiffBaseStorage extends DiffBaseStorage {
    * @param args The object and the extra fields to keep.
    * @returns A new essence, sharing nothing with the body.
    */
-  override build(args: DiffBaseBuildArgs): Essence {
-    const essence = super.build(args);
+  override clean(essence: Essence): void {
     if (this.field.length) remove(essence, this.field);
-    return essence;
   }
 
   /**
@@ -386,6 +448,21 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
     this.storages = Object.freeze([...storages]);
   }
 
+  /** Whether every storage builds with the common rules alone. */
+  protected override keepsCommonRules(): boolean {
+    return this.build === MultiDiffBaseStorage.prototype.build &&
+      this.storages.every((storage) => storage.build === DiffBaseStorage.prototype.build);
+  }
+
+  /**
+   * Every storage's own annotation keys.
+   * @param body The object.
+   * @returns The keys.
+   */
+  override droppedAnnotations(body: Mapping): readonly string[] {
+    return this.storages.flatMap((storage) => storage.droppedAnnotations(body));
+  }
+
   /**
    * The common essence, then cleaned by every storage in turn (each sees it as a body).
    *
@@ -394,23 +471,18 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
    */
   override build(args: DiffBaseBuildArgs): Essence {
     const extraFields = [...(args.extraFields ?? [])];
-    let removed = false; // ignored fields removed since empty stanzas were last removed
-    return this.storages.reduce((essence, storage) => {
+    return this.storages.reduce((essence, storage, i) => {
       if (storage.build !== DiffBaseStorage.prototype.build) {
-        removed = false;
         return storage.build({ body: essence, extraFields });
       }
-      // The common rules are idempotent: rebuilding the essence with them once per storage (a
-      // cycle's biggest cost) comes down to dropping the stanzas that the previous storage's
-      // ignored fields emptied, then this storage's own ignored fields.
-      if (removed) removeEmptyStanzas(essence);
-      removed = false;
+      // The common rules are idempotent: rebuilding the essence with them for every storage (a
+      // cycle's biggest cost) comes down to dropping the stanzas that the previous storage
+      // emptied, then this storage's ignored fields and own traces.
+      if (i > 0) removeEmptyStanzas(essence);
       for (const field of storage.ignoredFields) {
-        if (parseField(field).length) {
-          remove(essence, field);
-          removed = true;
-        }
+        if (parseField(field).length) remove(essence, field);
       }
+      storage.clean(essence, essence);
       return essence;
     }, super.build({ body: args.body, extraFields }));
   }
@@ -437,4 +509,32 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
   store(args: DiffBaseStoreArgs): void {
     for (const storage of this.storages) storage.store(args);
   }
+}
+
+/**
+ * The annotations an essence keeps: not operators' (marked prefixes), not the ignored ones,
+ * not those a storage drops.
+ */
+function essentialAnnotations(
+  annotations: unknown,
+  dropped: readonly string[],
+): Map<string, unknown> {
+  const kept = new Map<string, unknown>();
+  if (!isMapping(annotations)) return kept;
+  const keys = Object.keys(annotations);
+  const foreign = detectMarkedPrefixes(keys);
+  for (const key of keys) {
+    const slash = key.indexOf("/");
+    if (slash >= 0 && foreign.has(key.slice(0, slash))) continue;
+    if (IGNORED_ANNOTATIONS.includes(key) || dropped.includes(key)) continue;
+    kept.set(key, annotations[key]);
+  }
+  return kept;
+}
+
+/** Whether two sets of essential annotations are the same. */
+function sameEssentialAnnotations(a: Map<string, unknown>, b: Map<string, unknown>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [key, value] of a) if (b.get(key) !== value) return false;
+  return true;
 }

@@ -286,3 +286,59 @@ Deno.test("MultiDiffBaseStorage.build() gives what building with each storage in
   assert.equal(resolve(combined, "spec.x"), undefined);
   assert.equal(resolve(combined, "spec.z"), undefined);
 });
+
+Deno.test("quickSameEssence() says true only where the built essences are equal, without building", () => {
+  const base = {
+    apiVersion: "kopf.dev/v1",
+    kind: "KopfExample",
+    metadata: {
+      name: "n",
+      generation: 3,
+      labels: { app: "x" },
+      annotations: { note: "a", [LHC]: '{"spec":{}}' },
+    },
+    spec: { size: 1 },
+    status: { create_fn: { done: true } },
+  };
+  const variant = (change: (body: typeof base) => void) => {
+    const body = deepCopy(base) as typeof base;
+    change(body);
+    return body;
+  };
+  const cases: [string, typeof base, boolean][] = [
+    [
+      "only status and Kopf's own annotations differ",
+      variant((b) => {
+        b.status = { create_fn: { done: false } };
+        b.metadata.annotations[LHC] = '{"spec":{"size":1}}';
+        (b.metadata.annotations as Record<string, string>)[
+          "kubectl.kubernetes.io/last-applied-configuration"
+        ] = "{}";
+      }),
+      true,
+    ],
+    ["a label differs", variant((b) => (b.metadata.labels.app = "y")), false],
+    ["a user's annotation differs", variant((b) => (b.metadata.annotations.note = "b")), false],
+    ["the generation differs", variant((b) => (b.metadata.generation = 4)), false],
+  ];
+  for (const storage of [dflt, multi, new AnnotationsDiffBaseStorage({ prefix: "my.op" })]) {
+    for (const [what, other, quick] of cases) {
+      assert.equal(storage.quickSameEssence(base, other), quick, what);
+      if (quick) {
+        assert.deepEqual(storage.build({ body: other }), storage.build({ body: base }), what);
+      }
+    }
+    // Nothing is told cheaply without a generation or with extra fields in the essence.
+    const noGeneration = variant((b) => delete (b.metadata as { generation?: number }).generation);
+    assert.equal(storage.quickSameEssence(noGeneration, noGeneration), false);
+    assert.equal(storage.quickSameEssence(base, base, ["status.create_fn"]), false);
+  }
+  // A storage that builds essences its own way is never answered cheaply.
+  class Custom extends AnnotationsDiffBaseStorage {
+    override build(args: { body: Record<string, unknown> }) {
+      return super.build(args);
+    }
+  }
+  assert.equal(new Custom().quickSameEssence(base, base), false);
+  assert.equal(new MultiDiffBaseStorage([new Custom()]).quickSameEssence(base, base), false);
+});

@@ -7,7 +7,9 @@
  */
 
 interface Waiter {
-  grant: () => void;
+  readonly grant: () => void;
+  readonly cancel: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
   cancelled: boolean;
 }
 
@@ -21,6 +23,7 @@ export class AdmissionGate {
   #limit: number;
   #busy = 0;
   #waiters: Waiter[] = [];
+  #bySignal = new Map<AbortSignal, Set<Waiter>>();
   #head = 0;
   #patience: number;
   #slow = new Set<Slow>();
@@ -59,22 +62,33 @@ export class AdmissionGate {
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { grant: resolve, cancelled: false };
-      if (signal) {
-        const cancel = () => {
-          waiter.cancelled = true;
-          reject(signal.reason);
-          this.#admit(); // it may have been first in line
-        };
-        signal.addEventListener("abort", cancel, { once: true });
-        waiter.grant = () => {
-          signal.removeEventListener("abort", cancel);
-          resolve();
-        };
-      }
+      const waiter: Waiter = { grant: resolve, cancel: reject, cancelled: false, signal };
+      if (signal) this.#watch(signal).add(waiter);
       this.#waiters.push(waiter);
       this.#admit(); // those ahead may all have been cancelled
     });
+  }
+
+  /**
+   * The waiters that a signal cancels. One listener per signal, not one per waiter: a backlog
+   * puts thousands of waiters in line, and adding or removing each listener costs time in
+   * proportion to the listeners the signal already has.
+   */
+  #watch(signal: AbortSignal): Set<Waiter> {
+    let waiters = this.#bySignal.get(signal);
+    if (!waiters) {
+      const set = waiters = new Set();
+      this.#bySignal.set(signal, set);
+      signal.addEventListener("abort", () => {
+        this.#bySignal.delete(signal);
+        for (const waiter of set) {
+          waiter.cancelled = true;
+          waiter.cancel(signal.reason);
+        }
+        this.#admit(); // cancelled ones may have been first in line
+      }, { once: true });
+    }
+    return waiters;
   }
 
   /** The admitted caller is done: the next waiter, if any, is admitted. */
@@ -115,14 +129,17 @@ export class AdmissionGate {
     } finally {
       this.#slow.delete(entry);
       if (entry.away) this.#busy++;
-      if (this.#slow.size === 0) {
-        clearInterval(this.#sweeper);
-        this.#sweeper = undefined;
-      }
     }
   }
 
   #sweep(): void {
+    // The timer stops at the first sweep with nothing to watch (not whenever the set empties:
+    // quick work empties it all the time, and timers are not free).
+    if (this.#slow.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
     const cutoff = performance.now() - this.#patience;
     for (const entry of this.#slow) {
       if (entry.away || entry.since > cutoff) continue;
@@ -136,6 +153,7 @@ export class AdmissionGate {
       const next = this.#waiters[this.#head]!;
       this.#head++;
       if (next.cancelled) continue;
+      if (next.signal) this.#bySignal.get(next.signal)?.delete(next);
       this.#busy++;
       next.grant();
     }
