@@ -180,3 +180,21 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "stopping while the resources are still being discovered: the operator returns cleanly, no error",
+  opts,
+  async () => {
+    const { emulator, client, connect } = await emulated();
+    await using _emulator = emulator;
+    using _client = client;
+    // Discovery of the API groups hangs; the operator is stopped meanwhile.
+    using _slow = emulator.faults.latency(4_000, { match: { path: "/apis" } });
+    const log = new RunLog();
+    const op = await operatorWith(log, await connect());
+    await sleep(300);
+    const began = Date.now();
+    await op.stop(); // rejected with the abort before the fix
+    assert.ok(Date.now() - began < 3_000, "stopped without waiting for the discovery");
+  },
+);

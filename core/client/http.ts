@@ -14,6 +14,7 @@ import type { ConnectionInfo } from "./connection.ts";
 import { classify, RequestCounters } from "./counters.ts";
 import { type ByteStream, rawRequest } from "./raw_stream.ts";
 import { type Deadline, Deadlines } from "./deadlines.ts";
+import { type RawAnswer, RawHttpPool } from "./raw_http.ts";
 import {
   ApiError,
   apiErrorFrom,
@@ -60,6 +61,11 @@ export interface HttpClientOptions {
   readonly userAgent?: string;
   /** Replacement for the global `fetch` (e.g. an in-process emulator). */
   readonly fetch?: FetchFn;
+  /**
+   * Kept-alive HTTP/1.1 connections at most, for requests with short answers (gets, lists,
+   * patches); watches have a connection each besides. @default 64
+   */
+  readonly maxConnections?: number;
   /** Called after every answer (or transport failure, code 0), e.g. to log API traffic. */
   readonly onResponse?: (info: { method: string; path: string; code: number; ms: number }) => void;
 }
@@ -112,6 +118,8 @@ export class HttpClient implements Disposable {
   #streams: Deno.HttpClient | undefined;
   #fetch: FetchFn;
   #deadlines = new Deadlines();
+  #raw: RawHttpPool | null | undefined;
+  #serverPrefix: string | undefined;
   #tokens: number;
   #refilledAt = performance.now();
 
@@ -165,6 +173,19 @@ export class HttpClient implements Disposable {
     // The hot path (every patch, get and list): a deadline per attempt from the shared
     // Deadlines instead of a timer and a dependent signal of its own; open until the body is in.
     let deadline: Deadline | undefined;
+    const pool = this.#pool();
+    if (pool) {
+      try {
+        const text = await this.#attempts(request, (auth) => {
+          deadline?.close();
+          deadline = this.#deadlines.open(request.signal, this.#timeoutMs(request));
+          return this.#onceText(pool, request, auth, deadline);
+        });
+        return (text ? JSON.parse(text) : {}) as T;
+      } finally {
+        deadline?.close();
+      }
+    }
     try {
       const response = await this.#attempts(request, (auth) => {
         deadline?.close();
@@ -319,12 +340,8 @@ export class HttpClient implements Disposable {
     );
   }
 
-  async #once(
-    request: HttpRequest,
-    auth: Record<string, string>,
-    deadline?: Deadline,
-  ): Promise<Response> {
-    await this.#throttle(request.signal);
+  /** What every attempt of a request needs: its URL, description, counter key and headers. */
+  #prepare(request: HttpRequest, auth: Record<string, string>) {
     const method = (request.method ?? "GET").toUpperCase();
     const query = Object.entries(request.query ?? {}).filter(([, value]) => value !== undefined);
     // Most requests (patches, gets) have no query: no URL object to build and parse for them.
@@ -351,6 +368,105 @@ export class HttpClient implements Disposable {
     if (request.body !== undefined) {
       headers["Content-Type"] = request.contentType ?? "application/json";
     }
+    return { method, url, pathname, search, info, verb, resource, headers };
+  }
+
+  /**
+   * The kept-alive connections for short requests (`raw_http.ts`), where they can be used: not
+   * with a replaced `fetch` (an in-process server), a proxy in the environment, or
+   * `insecureSkipTlsVerify` (Deno's TLS sockets cannot skip verification); decided once.
+   */
+  #pool(): RawHttpPool | undefined {
+    if (this.#raw === undefined) {
+      this.#raw = this.#rawStreams()
+        ? new RawHttpPool({
+          server: new URL(this.connection.server),
+          caPem: this.connection.caPem,
+          certPem: this.connection.clientCertPem,
+          keyPem: this.connection.clientKeyPem,
+          maxConnections: this.#options.maxConnections,
+        })
+        : null;
+    }
+    return this.#raw ?? undefined;
+  }
+
+  /** One attempt of {@link json} over the kept-alive connections: the answer's text. */
+  async #onceText(
+    pool: RawHttpPool,
+    request: HttpRequest,
+    auth: Record<string, string>,
+    deadline: Deadline,
+  ): Promise<string> {
+    await this.#throttle(request.signal);
+    const { method, url, pathname, search, info, verb, resource, headers } = this.#prepare(
+      request,
+      auth,
+    );
+    const prefix = typeof url === "string" ? this.#serverPath() : "";
+    const began = performance.now();
+    let answer: RawAnswer;
+    try {
+      answer = await pool.request({
+        method,
+        target: typeof url === "string" ? prefix + pathname + search : url.pathname + url.search,
+        headers,
+        body: request.body !== undefined ? JSON.stringify(request.body) : undefined,
+        signal: deadline.signal,
+        headTimeoutMs: this.#connectTimeoutMs(request),
+      });
+    } catch (error) {
+      this.counters.record({ verb, resource, code: 0 }, (performance.now() - began) / 1000);
+      this.#report(method, info.path, 0, began);
+      if (request.signal?.aborted) throw request.signal.reason;
+      if (
+        error instanceof DOMException && error.message === "Connect timeout" &&
+        !deadline.signal.aborted
+      ) {
+        throw new TransportError(
+          `No response from ${info.server} within the connect timeout of ${
+            this.#connectTimeoutMs(request)
+          } ms: ${method} ${info.path}`,
+          info,
+          "timeout",
+          error,
+        );
+      }
+      // The deadline's own reason tells a timeout apart from a failure.
+      throw transportErrorFrom(
+        deadline.signal.aborted ? deadline.signal.reason : error,
+        info,
+        this.connection.source,
+      );
+    }
+    const seconds = (performance.now() - began) / 1000;
+    this.counters.record({ verb, resource, code: answer.status }, seconds);
+    this.#report(method, info.path, answer.status, began);
+    if (answer.status >= 200 && answer.status < 300) return answer.text;
+    throw apiErrorFrom(
+      answer.status,
+      answer.text,
+      info,
+      parseRetryAfter(answer.headers.get("retry-after") ?? null),
+    );
+  }
+
+  /** The server URL's own path (a proxy's prefix), without a trailing slash. */
+  #serverPath(): string {
+    return this.#serverPrefix ??= new URL(this.connection.server).pathname.replace(/\/$/, "");
+  }
+
+  #report(method: string, path: string, code: number, began: number): void {
+    this.#options.onResponse?.({ method, path, code, ms: Math.round(performance.now() - began) });
+  }
+
+  async #once(
+    request: HttpRequest,
+    auth: Record<string, string>,
+    deadline?: Deadline,
+  ): Promise<Response> {
+    await this.#throttle(request.signal);
+    const { method, url, info, verb, resource, headers } = this.#prepare(request, auth);
     const timeoutMs = this.#timeoutMs(request);
     const timeout = deadline
       ? undefined
@@ -452,6 +568,8 @@ export class HttpClient implements Disposable {
   /** Closes the TLS connection pool. */
   [Symbol.dispose](): void {
     this.#deadlines.stop();
+    this.#raw?.close();
+    this.#raw = undefined;
     this.#tls?.close();
     this.#tls = undefined;
     this.#streams?.close();

@@ -265,7 +265,12 @@ export class Orchestrator {
   async run(): Promise<void> {
     const { client, signal, settings } = this.#deps;
     const tasks: Promise<unknown>[] = [];
-    await this.#resolve();
+    try {
+      await this.#resolve();
+    } catch (error) {
+      if (signal.aborted) return; // stopped while discovering: nothing started yet
+      throw error;
+    }
     const patterns = this.#deps.namespaces;
     const followNamespaces = !this.#deps.clusterwide &&
       patterns.some((p) => !isLiteralNamespace(p));
@@ -275,7 +280,11 @@ export class Orchestrator {
     if (followNamespaces && !settings.scanning.disabled) tasks.push(this.#followNamespaces());
     else this.#planNow();
     if (!settings.scanning.disabled) {
-      client.discovery.onChange(() => void this.#resolve().then(() => this.#replan()));
+      client.discovery.onChange(() =>
+        void this.#resolve().then(() => this.#replan(), (error) => {
+          if (!signal.aborted) this.#deps.logger.error(`Cannot re-read the resources: ${error}`);
+        })
+      );
       tasks.push(
         client.discovery.followDefinitions(signal, (error, retryInMs) => {
           this.#deps.logger.warning(
