@@ -53,7 +53,6 @@ class StaleConnection extends Error {
   override name = "StaleConnection";
 }
 
-const CRLF2 = [13, 10, 13, 10];
 const SMALL = 16 * 1024;
 const MAX_HEAD = 64 * 1024;
 const encoder = new TextEncoder();
@@ -205,9 +204,10 @@ export class RawHttpPool {
       await connection.write(bytes);
       // The head: status line and headers, up to the empty line.
       let at: number;
-      for (;;) {
-        at = find(connection.buf, connection.start, connection.end, CRLF2);
+      for (let scanned = 0;;) { // bytes of the head already searched, kept across reads
+        at = headEnd(connection.buf, connection.start + Math.max(0, scanned - 3), connection.end);
         if (at >= 0) break;
+        scanned = connection.end - connection.start;
         if (connection.end - connection.start > MAX_HEAD) {
           throw new Error("HTTP answer: head too long");
         }
@@ -357,16 +357,10 @@ export class RawHttpPool {
   }
 }
 
-/** The index of `needle` in `buf[from, to)`, or -1. */
-function find(buf: Uint8Array, from: number, to: number, needle: readonly number[]): number {
-  const last = to - needle.length;
-  outer: for (
-    let i = buf.indexOf(needle[0]!, from);
-    i >= 0 && i <= last;
-    i = buf.indexOf(needle[0]!, i + 1)
-  ) {
-    for (let j = 1; j < needle.length; j++) if (buf[i + j] !== needle[j]) continue outer;
-    return i;
+/** Where the empty line (CR LF CR LF) that ends a head starts in `buf[from, to)`, or -1. */
+function headEnd(buf: Uint8Array, from: number, to: number): number {
+  for (let i = buf.indexOf(10, from + 3); i >= 0 && i < to; i = buf.indexOf(10, i + 1)) {
+    if (buf[i - 1] === 13 && buf[i - 2] === 10 && buf[i - 3] === 13) return i - 3;
   }
   return -1;
 }

@@ -68,6 +68,29 @@ const SECTIONS = [["metadata", "labels"], ["metadata", "annotations"], ["metadat
 ]] as const;
 
 /**
+ * Whether a merge-patch body has anything left once the empty sections are pruned (as
+ * `#pruned()` prunes them), without copying it: `metadata`, `spec` and `status` count only when
+ * not empty, `metadata.labels` and `metadata.annotations` likewise.
+ */
+function hasContent(body: JsonObject, depth: number): boolean {
+  for (const key in body) {
+    const value = body[key];
+    const section = depth === 0
+      ? key === "metadata" || key === "spec" || key === "status"
+      : key === "labels" || key === "annotations";
+    if (!section || !isMapping(value)) return true;
+    if (
+      depth === 0 && key === "metadata"
+        ? hasContent(value as JsonObject, 1)
+        : Object.keys(value).length > 0
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
  * An accumulating patch for one object and one processing cycle.
  * @example Writing into sections
  * ```ts
@@ -147,8 +170,7 @@ export class Patch {
 
   /** Whether there is nothing to send: no merge-patch content and no JSON-patch operations. */
   get isEmpty(): boolean {
-    return this.#ops.length === 0 && this.fns.length === 0 &&
-      Object.keys(this.#pruned()).length === 0;
+    return this.#ops.length === 0 && this.fns.length === 0 && !hasContent(this.#body, 0);
   }
 
   /**

@@ -206,3 +206,33 @@ Deno.test("Patch.fns make the patch non-empty, turn into JSON-patch operations, 
   assert.equal(patch.isEmpty, true);
   assert.deepEqual(patch.fnsAsJsonPatch(body), []);
 });
+
+Deno.test("Patch.isEmpty agrees with the pruned body for every mix of empty and filled sections", () => {
+  const fills: Array<(p: Patch) => void> = [
+    () => {},
+    (p) => void p.metadata,
+    (p) => void p.labels,
+    (p) => void p.annotations,
+    (p) => void p.spec,
+    (p) => void p.status,
+    (p) => (p.labels["a"] = "1"),
+    (p) => (p.annotations["a"] = null),
+    (p) => (p.metadata["finalizers"] = []),
+    (p) => (p.spec["x"] = {}),
+    (p) => (p.status["x"] = 1),
+    (p) => (p.body["status"] = null),
+    (p) => (p.body["data"] = { a: "b" }),
+  ];
+  for (const [i, first] of fills.entries()) {
+    for (const second of fills.slice(i)) {
+      const patch = new Patch();
+      first(patch);
+      second(patch);
+      assert.equal(
+        patch.isEmpty,
+        Object.keys(patch.toJSON()).length === 0,
+        JSON.stringify(patch.body),
+      );
+    }
+  }
+});
