@@ -6,7 +6,7 @@
 
 import { configure, type LogRecord, type Sink } from "@logtape/logtape";
 import type { ObjectRef } from "../actions/loggers.ts";
-import { activeTraceIds } from "../engines/tracing.ts";
+import { activeTraceIds } from "../util/tracing_presence.ts";
 
 /** Log line formats. */
 export type LogFormat = "plain" | "full" | "json";

@@ -233,10 +233,12 @@ async function readKubeconfigs(
     const text = await readOptional(path, readFile, `Cannot read kubeconfig ${path}`);
     if (text === undefined) continue;
     merged.files.push(path);
-    // Loaded on first use: an operator in a cluster (service account) never needs YAML, and the
-    // parser is about 9 MiB of the process's resident memory.
-    const { parse } = await import("yaml");
-    mergeInto(merged, path, parseKubeconfig(path, text, parse));
+    // Loaded on first use: an operator in a cluster (service account) never needs YAML. js-yaml
+    // as an ES module costs the process about 3 MiB; the \`yaml\` package used elsewhere (for its
+    // documents with comments) is CommonJS under Deno, whose loader brings about 10 MiB along.
+    // The core schema: timestamps (an auth provider's \`expiry\`) stay strings, as in \`yaml\`.
+    const { CORE_SCHEMA, load } = await import("js-yaml");
+    mergeInto(merged, path, parseKubeconfig(path, text, (t) => load(t, { schema: CORE_SCHEMA })));
   }
   if (merged.files.length) return merged;
   if (origin === "default") {
@@ -264,7 +266,14 @@ function parseKubeconfig(
   try {
     doc = parse(text);
   } catch (error) {
-    throw new ConfigError(`Broken kubeconfig ${path}: invalid YAML: ${describe(error)}`, {
+    // js-yaml names the place as "(line:column)" after its reason, and snippets the text after:
+    // say it in words, without the snippet (it could show a token).
+    const mark = (error as { mark?: { line?: number; column?: number } })?.mark;
+    const reason = (error as { reason?: string })?.reason;
+    const where = mark?.line !== undefined
+      ? `${reason ?? "cannot parse"} at line ${mark.line + 1}, column ${(mark.column ?? 0) + 1}`
+      : describe(error);
+    throw new ConfigError(`Broken kubeconfig ${path}: invalid YAML: ${where}`, {
       cause: error,
     });
   }

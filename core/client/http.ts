@@ -15,6 +15,7 @@ import { classify, RequestCounters } from "./counters.ts";
 import { type ByteStream, rawRequest } from "./raw_stream.ts";
 import { type Deadline, Deadlines } from "./deadlines.ts";
 import { type RawAnswer, RawHttpPool } from "./raw_http.ts";
+import { mayTrace } from "../util/tracing_presence.ts";
 import {
   ApiError,
   apiErrorFrom,
@@ -124,8 +125,8 @@ export class HttpClient implements Disposable {
   #refilledAt = performance.now();
 
   /**
-   * Creates the funnel; for `https:` servers (unless `fetch` is replaced) it also creates the
-   * TLS client with the connection's CA and client certificate.
+   * Creates the funnel; its connections (and, for `https:` servers, the TLS clients with the
+   * connection's CA and client certificate) are made on first use.
    *
    * @param connection Server, TLS material and credentials.
    * @param options Timeouts, retries, rate limit.
@@ -136,9 +137,6 @@ export class HttpClient implements Disposable {
     this.counters = options.counters ?? new RequestCounters();
     this.#fetch = options.fetch ?? fetch;
     this.#tokens = options.burst ?? Math.max(1, options.qps ?? 1);
-    if (connection.server.startsWith("https:") && !options.fetch) {
-      this.#tls = Deno.createHttpClient(this.#clientOptions());
-    }
   }
 
   #clientOptions(extra: Deno.CreateHttpClientOptions = {}): Deno.CreateHttpClientOptions {
@@ -155,7 +153,10 @@ export class HttpClient implements Disposable {
 
   /** The client for a request: streams get HTTP/1.1 connections of their own (see `stream`). */
   #clientFor(request: HttpRequest): Deno.HttpClient | undefined {
-    if (!request.stream || !this.#tls) return this.#tls;
+    // Made on first use: most requests go over the client's own connections (`#pool`).
+    if (!this.connection.server.startsWith("https:") || this.#options.fetch) return undefined;
+    this.#tls ??= Deno.createHttpClient(this.#clientOptions());
+    if (!request.stream) return this.#tls;
     return this.#streams ??= Deno.createHttpClient(
       this.#clientOptions({ http1: true, http2: false }),
     );
@@ -373,12 +374,15 @@ export class HttpClient implements Disposable {
 
   /**
    * The kept-alive connections for short requests (`raw_http.ts`), where they can be used: not
-   * with a replaced `fetch` (an in-process server), a proxy in the environment, or
-   * `insecureSkipTlsVerify` (Deno's TLS sockets cannot skip verification); decided once.
+   * with a replaced `fetch` (an in-process server), a proxy in the environment,
+   * `insecureSkipTlsVerify` (Deno's TLS sockets cannot skip verification), or OpenTelemetry on;
+   * decided once.
    */
   #pool(): RawHttpPool | undefined {
     if (this.#raw === undefined) {
-      this.#raw = this.#rawStreams()
+      // With OpenTelemetry on, requests go through `fetch`, which Deno traces (the spans of a
+      // cycle's requests are part of its trace); the client's own connections are not traced.
+      this.#raw = this.#rawStreams() && !mayTrace()
         ? new RawHttpPool({
           server: new URL(this.connection.server),
           caPem: this.connection.caPem,

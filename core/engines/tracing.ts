@@ -11,6 +11,7 @@
 
 import { type Attributes, type Span, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { ProxyTracerProvider } from "@opentelemetry/api";
+import { installTraceIds } from "../util/tracing_presence.ts";
 import type { Outcome } from "../actions/execution.ts";
 import {
   type CycleInfo,
@@ -44,6 +45,8 @@ export function activeTraceIds(): { traceId: string; spanId: string } | undefine
   if (!context || !trace.isSpanContextValid(context)) return undefined;
   return { traceId: context.traceId, spanId: context.spanId };
 }
+
+installTraceIds(activeTraceIds);
 
 function objectAttributes(info: CycleInfo): Attributes {
   const attributes: Attributes = { "kopf.resource": info.resource };

@@ -30,7 +30,7 @@ import { EventPoster, withPoster } from "../engines/posting.ts";
 import { endpointUrl, serveLiveness, serveMetrics } from "../engines/probing.ts";
 import type { MetricsEngine } from "../engines/metrics.ts";
 import { combineObservers, type OperatorObserver } from "../engines/observers.ts";
-import { tracingEnabled, TracingObserver } from "../engines/tracing.ts";
+import { mayTrace } from "../util/tracing_presence.ts";
 import type { Activity } from "../intents/handlers.ts";
 import type { Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
@@ -218,7 +218,10 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         : undefined);
     engine?.attachClient(client.counters, new URL(client.http.connection.server).host);
     const observers: OperatorObserver[] = [];
-    if (tracingEnabled()) observers.push(new TracingObserver());
+    if (mayTrace()) {
+      const { tracingEnabled, TracingObserver } = await import("../engines/tracing.ts");
+      if (tracingEnabled()) observers.push(new TracingObserver());
+    }
     if (engine) observers.push(engine);
     const observer = observers.length ? combineObservers(observers) : undefined;
     const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
