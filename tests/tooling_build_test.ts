@@ -83,6 +83,7 @@ Deno.test(
     assert.deepEqual(words.slice(1), [
       "compile",
       "-A",
+      "--v8-flags=--max-semi-space-size=4",
       "--include",
       `${ROOT}/examples/01-minimal/example.ts`,
       "--include",
@@ -133,6 +134,7 @@ Deno.test(
     assert.deepEqual(plan.args, [
       "compile",
       "-A",
+      "--v8-flags=--max-semi-space-size=4",
       "--include",
       "/src/h.ts",
       "--output",
