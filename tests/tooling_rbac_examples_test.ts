@@ -369,9 +369,10 @@ async function tokenKubeconfig(
 
 /** Lines that show a permission problem (the timestamp left out: its digits may read 403). */
 function permissionErrors(lines: readonly string[]): string[] {
-  // Numbers inside JSON bodies (e.g. `"resourceVersion":"403"`) are not status codes either.
+  // Numbers inside JSON bodies (e.g. `"resourceVersion":"403"`) are not status codes either,
+  // nor line and column numbers in stack traces (`processing.ts:403:11`).
   return lines.filter((line) =>
-    /(?<!")\b403\b(?!")|forbidden/i.test(line.replace(/^\[[^\]]*\]/, ""))
+    /(?<!["/:])\b403\b(?!["/:])|forbidden/i.test(line.replace(/^\[[^\]]*\]/, ""))
   );
 }
 
