@@ -135,7 +135,17 @@ export class Api implements Disposable {
    * finalizers that nobody will remove any more, and the namespace's Events.
    */
   async clear(namespace: string): Promise<void> {
-    await this.request("DELETE", this.path(namespace), undefined, { timeoutMs: 120_000 });
+    // The API server ends a request after its own timeout (60 s): deleting tens of thousands of
+    // objects takes several collection deletions, each one deleting a part.
+    for (let attempt = 1;; attempt++) {
+      try {
+        await this.request("DELETE", this.path(namespace), undefined, { timeoutMs: 120_000 });
+        break;
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+      }
+    }
     const { body } = await this.request("GET", this.path(namespace));
     const items = (body as { items?: BenchObject[] } | undefined)?.items ?? [];
     await pool(items, 16, async (item) => {
