@@ -147,6 +147,8 @@ export async function applyCrdObjects(client: KubeClient, crds: KubeObject[]): P
  */
 export class PausableTcpProxy implements AsyncDisposable {
   readonly port: number;
+  /** Connections accepted so far. */
+  accepted = 0;
   #listener: Deno.TcpListener;
   #conns = new Set<Deno.Conn>();
   #paused = false;
@@ -184,6 +186,7 @@ export class PausableTcpProxy implements AsyncDisposable {
 
   async #accept(): Promise<void> {
     for await (const inbound of this.#listener) {
+      this.accepted++;
       this.#conns.add(inbound);
       Deno.connect(this.#target).then((outbound) => {
         this.#conns.add(outbound);

@@ -15,10 +15,13 @@ import {
   eventually,
   kex,
   KOPFEXAMPLES,
+  PausableTcpProxy,
   sleep,
   testClient,
   testNamespace,
 } from "./_support.ts";
+import { httpOptions } from "../core/reactor/running.ts";
+import { Logger } from "../core/actions/loggers.ts";
 import { startOperator } from "./_operator.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { MetricsEngine } from "../core/engines/metrics.ts";
@@ -45,6 +48,20 @@ async function countingClient(): Promise<{ client: KubeClient; peak: () => numbe
     },
   });
   return { client, peak: () => peak };
+}
+
+/** Waits until `count` objects of the namespace have their create handler's result. */
+async function allHandled(namespace: string, count: number): Promise<void> {
+  using reader = await testClient();
+  await eventually(
+    async () => {
+      const list = await reader.api.list(KOPFEXAMPLES, { namespace });
+      return list.items.filter((o) => (o.status as { create_fn?: unknown })?.create_fn)
+        .length === count;
+    },
+    60_000,
+    "all objects handled",
+  );
 }
 
 /** Creates `count` objects before the operator starts. */
@@ -79,16 +96,7 @@ Deno.test(
       });
     }, { namespaces: [namespace], settings, client });
     await op.ready;
-    using reader = await testClient();
-    await eventually(
-      async () => {
-        const list = await reader.api.list(KOPFEXAMPLES, { namespace });
-        return list.items.filter((o) => (o.status as { create_fn?: unknown })?.create_fn).length ===
-          names.length;
-      },
-      60_000,
-      "all objects handled",
-    );
+    await allHandled(namespace, names.length);
     assert.equal(runs.size, names.length);
     assert.ok([...runs.values()].every((n) => n === 1), "each create handler ran once");
     // Without the gate the backlog's patches all go out at once (dozens in flight).
@@ -119,16 +127,7 @@ Deno.test(
     }, { namespaces: [namespace], settings });
     await op.ready;
     await eventually(() => started === names.length, 60_000, "all handlers started at once");
-    using reader = await testClient();
-    await eventually(
-      async () => {
-        const list = await reader.api.list(KOPFEXAMPLES, { namespace });
-        return list.items.filter((o) => (o.status as { create_fn?: unknown })?.create_fn).length ===
-          names.length;
-      },
-      60_000,
-      "all objects handled",
-    );
+    await allHandled(namespace, names.length);
     assert.equal(started, names.length);
   },
 );
@@ -175,5 +174,38 @@ Deno.test(
     assert.deepEqual(updates, [[["change", ["spec", "size"], 1, 2]]]);
     // Its first cycle, the second look that found the change, and the look after that write.
     assert.ok(await cycles() >= 3, `cycles: ${await cycles()}`);
+  },
+);
+
+Deno.test(
+  "settings.networking.maxConnections bounds the client's own connections to the API server",
+  opts,
+  async () => {
+    const namespace = await testNamespace("conns");
+    const names = await backlog(namespace, 60);
+    const plane = await sharedControlPlane();
+    const server = new URL(plane.server);
+    await using proxy = new PausableTcpProxy({
+      hostname: server.hostname,
+      port: Number(server.port),
+    });
+    const connection = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
+    const client = new KubeClient(
+      { ...connection, server: `https://127.0.0.1:${proxy.port}` },
+      { maxConnections: 2 },
+    );
+    const settings = createSettings({ posting: { enabled: false } });
+    settings.networking.maxConnections = 2; // what kopf run passes on (tested apart below)
+    await using op = await startOperator((registry) => {
+      on.create("kopfexamples", { registry }, function create_fn() {
+        return { done: true };
+      });
+    }, { namespaces: [namespace], settings, client });
+    await op.ready;
+    await allHandled(namespace, names.length);
+    // Two for the short requests, one each for the watches of the objects and of the CRDs.
+  assert.ok(proxy.accepted <= 4, `connections: ${proxy.accepted}`);
+    assert.equal(httpOptions(settings, new Logger(["t"])).maxConnections, 2);
+    client[Symbol.dispose]();
   },
 );

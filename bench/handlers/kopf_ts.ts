@@ -60,6 +60,14 @@ if (admission !== undefined) {
   });
 }
 
+// `BENCH_MAX_CONNECTIONS=N`: `settings.networking.maxConnections` (a diagnostic).
+const connections = Number(Deno.env.get("BENCH_MAX_CONNECTIONS") ?? 0);
+if (connections > 0) {
+  on.startup(function max_connections({ settings }) {
+    settings.networking.maxConnections = connections;
+  });
+}
+
 if (Deno.env.get("BENCH_NO_EVENTS") === "1") {
   on.startup(function no_events({ settings }) {
     settings.posting.enabled = false;

@@ -534,6 +534,7 @@ export function httpOptions(settings: OperatorSettings, traffic: Logger): HttpCl
     backoff: { delaysMs: settings.networking.errorBackoffs.map((s) => s * 1000), jitter: 0.2 },
     qps: settings.networking.qps,
     burst: settings.networking.burst,
+    maxConnections: settings.networking.maxConnections,
     onResponse: (r) =>
       traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
   };

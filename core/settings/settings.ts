@@ -256,6 +256,11 @@ export interface NetworkingSettings {
   qps: number;
   /** Burst size of the rate limit. Not in Kopf. @default 10 */
   burst: number;
+  /**
+   * Kept-alive HTTP/1.1 connections to the API server at most, for requests with short answers
+   * (watches have one each besides; docs/client.md). Not in Kopf. @default 64
+   */
+  maxConnections: number;
 }
 
 /** `settings.persistence`: where state lives on objects. */
@@ -415,6 +420,7 @@ export function createSettings(
       errorBackoffs: [1, 1, 2, 3, 5, 8, 13, 21],
       qps: 0,
       burst: 10,
+      maxConnections: 64,
       ...overrides.networking,
     },
     persistence: {
