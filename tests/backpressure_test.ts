@@ -204,7 +204,7 @@ Deno.test(
     await op.ready;
     await allHandled(namespace, names.length);
     // Two for the short requests, one each for the watches of the objects and of the CRDs.
-  assert.ok(proxy.accepted <= 4, `connections: ${proxy.accepted}`);
+    assert.ok(proxy.accepted <= 4, `connections: ${proxy.accepted}`);
     assert.equal(httpOptions(settings, new Logger(["t"])).maxConnections, 2);
     client[Symbol.dispose]();
   },
