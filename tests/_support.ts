@@ -156,6 +156,29 @@ export class PausableTcpProxy implements AsyncDisposable {
   #target: { hostname: string; port: number };
   #accepting: Promise<void>;
 
+  /**
+   * A proxy in front of the API server that a client talks to.
+   * @param client The client.
+   * @returns The proxy.
+   */
+  static inFrontOf(client: KubeClient): PausableTcpProxy {
+    const server = new URL(client.http.connection.server);
+    return new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
+  }
+
+  /**
+   * A client like `like` (same credentials and TLS), talking through this proxy.
+   * @param like The client to copy.
+   * @param options The new client's options.
+   * @returns The client.
+   */
+  client(like: KubeClient, options: HttpClientOptions = {}): KubeClient {
+    return new KubeClient(
+      { ...like.http.connection, server: `https://127.0.0.1:${this.port}` },
+      options,
+    );
+  }
+
   constructor(target: { hostname: string; port: number }) {
     this.#target = target;
     this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

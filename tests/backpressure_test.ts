@@ -183,17 +183,9 @@ Deno.test(
   async () => {
     const namespace = await testNamespace("conns");
     const names = await backlog(namespace, 60);
-    const plane = await sharedControlPlane();
-    const server = new URL(plane.server);
-    await using proxy = new PausableTcpProxy({
-      hostname: server.hostname,
-      port: Number(server.port),
-    });
-    const connection = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
-    const client = new KubeClient(
-      { ...connection, server: `https://127.0.0.1:${proxy.port}` },
-      { maxConnections: 2 },
-    );
+    using direct = await testClient();
+    await using proxy = PausableTcpProxy.inFrontOf(direct);
+    const client = proxy.client(direct, { maxConnections: 2 });
     const settings = createSettings({ posting: { enabled: false } });
     settings.networking.maxConnections = 2; // what kopf run passes on (tested apart below)
     await using op = await startOperator((registry) => {

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../core/actions/execution.ts";
 import { on } from "../core/api/on.ts";
-import { KubeClient } from "../core/client/client.ts";
+import type { KubeClient } from "../core/client/client.ts";
 import { EVENTS_RESOURCE } from "../core/client/events.ts";
 import type { KubeApi } from "../core/client/api.ts";
 import type { Diff } from "../core/structs/diffs.ts";
@@ -670,12 +670,8 @@ async function relistScenario(): Promise<RelistOutcome & AsyncDisposable> {
   await direct.api.create(PODTEMPLATES, template("fresh"), { namespace });
 
   // The second operator talks to the API server through a proxy that can cut it off.
-  const server = new URL(direct.http.connection.server);
-  const proxy = new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
-  const proxied = new KubeClient({
-    ...direct.http.connection,
-    server: `https://127.0.0.1:${proxy.port}`,
-  });
+  const proxy = PausableTcpProxy.inFrontOf(direct);
+  const proxied = proxy.client(direct);
   const resumed: string[] = [];
   const created: string[] = [];
   const events: Array<[string, string | null]> = [];

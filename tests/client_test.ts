@@ -4,7 +4,6 @@
  */
 
 import assert from "node:assert/strict";
-import { KubeClient } from "../core/client/client.ts";
 import { CRD_RESOURCE } from "../core/client/discovery.ts";
 import { ApiError } from "../core/client/errors.ts";
 import { postEvent } from "../core/client/events.ts";
@@ -275,15 +274,8 @@ Deno.test(
     const namespace = await testNamespace("gone");
     await direct.api.create(PODTEMPLATES, podTemplate("keep"), { namespace });
     await direct.api.create(PODTEMPLATES, podTemplate("doomed"), { namespace });
-    const server = new URL(direct.http.connection.server);
-    await using proxy = new PausableTcpProxy({
-      hostname: server.hostname,
-      port: Number(server.port),
-    });
-    using client = new KubeClient({
-      ...direct.http.connection,
-      server: `https://127.0.0.1:${proxy.port}`,
-    });
+    await using proxy = PausableTcpProxy.inFrontOf(direct);
+    using client = proxy.client(direct);
     const controller = new AbortController();
     const lists: WatcherEvent[] = [];
     const events = objectEvents(
@@ -392,15 +384,8 @@ Deno.test(
 Deno.test("a stalled watch stream is detected and recovered", opts, async () => {
   using direct = await testClient();
   const namespace = await testNamespace("stall");
-  const server = new URL(direct.http.connection.server);
-  await using proxy = new PausableTcpProxy({
-    hostname: server.hostname,
-    port: Number(server.port),
-  });
-  using client = new KubeClient({
-    ...direct.http.connection,
-    server: `https://127.0.0.1:${proxy.port}`,
-  });
+  await using proxy = PausableTcpProxy.inFrontOf(direct);
+  using client = proxy.client(direct);
   const controller = new AbortController();
   const stalls: WatcherEvent[] = [];
   const stream = watcher(client.api, CONFIGMAPS, {

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
 import { daemon, timer } from "../core/api/spawning.ts";
-import { KubeClient } from "../core/client/client.ts";
+import type { KubeClient } from "../core/client/client.ts";
 import type { Lease } from "../core/client/leases.ts";
 import { LEASES } from "../core/client/leases.ts";
 import { LeadershipLostError } from "../core/engines/leadership.ts";
@@ -188,12 +188,8 @@ Deno.test(
     const { client, namespace } = await setup("lead-lost");
     using _ = client;
     await createExample(client, namespace, "d");
-    const server = new URL(client.http.connection.server);
-    const proxy = new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
-    const proxied = new KubeClient({
-      ...client.http.connection,
-      server: `https://127.0.0.1:${proxy.port}`,
-    });
+    const proxy = PausableTcpProxy.inFrontOf(client);
+    const proxied = proxy.client(client);
     const stops: string[] = [];
     let started = 0;
     const op = await startOperator((registry) => {
@@ -227,12 +223,8 @@ Deno.test(
     const { client, namespace } = await setup("lead-standby");
     using _ = client;
     await createExample(client, namespace, "d");
-    const server = new URL(client.http.connection.server);
-    const proxy = new PausableTcpProxy({ hostname: server.hostname, port: Number(server.port) });
-    const proxied = new KubeClient({
-      ...client.http.connection,
-      server: `https://127.0.0.1:${proxy.port}`,
-    });
+    const proxy = PausableTcpProxy.inFrontOf(client);
+    const proxied = proxy.client(client);
     const daemons: Array<{ stopped?: string }> = [];
     const ticks: number[] = [];
     const runs: Array<{ name: string; aborted?: string }> = [];
