@@ -328,7 +328,7 @@ export class Orchestrator {
       const cycles = this.#cycles;
       this.#cycles = 0;
       const t0 = performance.now();
-      const { collected, trimmed } = releaseMemory();
+      const { collected, trimmed } = await releaseMemory();
       if (!collected && !trimmed) return; // the runtime offers no way: never try again
       const ms = (performance.now() - t0).toFixed(0);
       logger.debug(

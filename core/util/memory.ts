@@ -10,20 +10,23 @@
  *
  * `gc()` is not exposed by default: it is taken from `globalThis.gc` (`--v8-flags=--expose-gc`)
  * or by setting that flag at run time and fetching the function from a new V8 context
- * (`node:v8` + `node:vm`). `malloc_trim` is called through FFI, only on Linux with glibc and only
+ * (`node:v8` + `node:vm`, loaded on the first collection: ~2 MiB an operator need not carry
+ * before its first burst is over). `malloc_trim` is called through FFI, only on Linux with glibc and only
  * when the FFI permission is already granted (`-A`, or `--allow-ffi`); elsewhere it is skipped.
  * @module
  */
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 
 let collector: (() => void) | null | undefined;
 let trimmer: (() => void) | null | undefined;
 
-function findCollector(): (() => void) | null {
+async function findCollector(): Promise<(() => void) | null> {
   const exposed = (globalThis as { gc?: unknown }).gc;
   if (typeof exposed === "function") return exposed as () => void;
   try {
+    const [{ setFlagsFromString }, { runInNewContext }] = await Promise.all([
+      import("node:v8"),
+      import("node:vm"),
+    ]);
     setFlagsFromString("--expose-gc");
     const gc: unknown = runInNewContext("gc");
     return typeof gc === "function" ? gc as () => void : null;
@@ -49,8 +52,8 @@ function findTrimmer(): (() => void) | null {
  * Runs one full, blocking garbage collection (tens of milliseconds for a heap of tens of MiB).
  * @returns `false` when the runtime offers no way to trigger one (nothing happened).
  */
-export function collectGarbage(): boolean {
-  collector ??= findCollector();
+export async function collectGarbage(): Promise<boolean> {
+  collector ??= await findCollector();
   if (!collector) return false;
   collector();
   return true;
@@ -61,8 +64,8 @@ export function collectGarbage(): boolean {
  * glibc's `malloc_trim(0)` where available (a few milliseconds).
  * @returns What ran: the collection, the trim, both or neither.
  */
-export function releaseMemory(): { collected: boolean; trimmed: boolean } {
-  const collected = collectGarbage();
+export async function releaseMemory(): Promise<{ collected: boolean; trimmed: boolean }> {
+  const collected = await collectGarbage();
   trimmer ??= findTrimmer();
   trimmer?.();
   return { collected, trimmed: trimmer !== null };
