@@ -8,6 +8,7 @@
  *   deno run -A bench/run.ts --huge          # 50,000 objects
  *   deno run -A bench/run.ts --reps 3        # repeat; the table shows medians
  *   deno run -A bench/run.ts --only kopf-ts,raw-floor --variants status
+ *   deno run -A bench/run.ts --huge --scenarios backlog,finalizers   # only those namespaces
  *   deno run -A bench/run.ts --report bench/results/<file>.json   # re-render a table
  *
  * The pieces: `lib/config.ts` (sizes, CRD variants), `lib/contenders.ts` (who runs, their
@@ -19,7 +20,15 @@
 import { parseArgs } from "node:util";
 import { ControlPlane } from "../testing/control_plane.ts";
 import { AUDIT_POLICY, AuditLog } from "./lib/audit.ts";
-import { type Config, CRD_VARIANTS, FULL, HUGE, QUICK } from "./lib/config.ts";
+import {
+  type Config,
+  CRD_VARIANTS,
+  FULL,
+  HUGE,
+  QUICK,
+  SCENARIO_GROUPS,
+  type ScenarioGroup,
+} from "./lib/config.ts";
 import { commandOutput, contenders, log, OPT_IN, ROOT, RUNNING } from "./lib/contenders.ts";
 import { Api } from "./lib/kube.ts";
 import { findProcesses, loadAverage } from "./lib/procs.ts";
@@ -39,6 +48,7 @@ async function main(): Promise<number> {
       reps: { type: "string" },
       only: { type: "string" },
       variants: { type: "string" },
+      scenarios: { type: "string" },
       keep: { type: "boolean" },
       report: { type: "string" },
       charts: { type: "string" },
@@ -50,6 +60,7 @@ async function main(): Promise<number> {
     console.log(
       "Usage: deno run -A bench/run.ts [--full|--huge] [--reps N]\n" +
         "         [--only kopf-ts,kopf-ts-status,kopf-py,raw-floor] [--variants status,plain]\n" +
+        `         [--scenarios ${SCENARIO_GROUPS}]\n` +
         "         [--set KEY=NUMBER]... [--keep] [--report FILE] [--charts FILE]\n" +
         `Keys for --set: ${Object.keys(QUICK).filter((k) => k !== "variant").join(", ")}`,
     );
@@ -90,6 +101,13 @@ async function main(): Promise<number> {
     console.error(`error: --variants: unknown ${unknown}; expected status, plain`);
     return 2;
   }
+  const groupList = values.scenarios?.split(",").map((s) => s.trim()).filter(Boolean);
+  const badGroups = groupList?.filter((g) => !(SCENARIO_GROUPS as readonly string[]).includes(g));
+  if (badGroups?.length) {
+    console.error(`error: --scenarios: unknown ${badGroups}; expected ${SCENARIO_GROUPS}`);
+    return 2;
+  }
+  const groups = groupList && new Set(groupList as ScenarioGroup[]);
   const variants = CRD_VARIANTS.filter((v) => !wanted || wanted.includes(v.id));
   const started = new Date();
   const loadAvgAtStart = loadAverage();
@@ -216,6 +234,7 @@ async function main(): Promise<number> {
             variant,
             work,
             rep,
+            ...(groups ? { groups } : {}),
           });
           let error: string | undefined;
           try {
@@ -270,9 +289,10 @@ async function main(): Promise<number> {
     };
     await Deno.mkdir(RESULTS, { recursive: true });
     const stamp = started.toISOString().replace(/[:.]/g, "-").replace(/-\d\d\dZ$/, "Z");
-    // Runs with --only, --variants or --set are diagnostics: kept beside the others, not as
+    // Runs with --only, --variants, --scenarios or --set are diagnostics: kept beside the others, not as
     // latest.md.
-    const custom = Boolean(only) || Boolean(wanted) || Object.keys(overrides).length > 0;
+    const custom = Boolean(only) || Boolean(wanted) || Boolean(groups) ||
+      Object.keys(overrides).length > 0;
     const base = `${RESULTS}/${stamp}-${config.variant}${custom ? "-custom" : ""}`;
     const jsonPath = `${base}.json`;
     await Deno.writeTextFile(jsonPath, JSON.stringify(results) + "\n");

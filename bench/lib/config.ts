@@ -77,6 +77,15 @@ export const HUGE: Config = {
   settleMaxMs: 60_000,
 };
 
+/**
+ * The scenario groups, each in its own namespace: `main` (startup, create, steady, updates, fill,
+ * idle, restart), `finalizers` (create with a delete handler, delete), `backlog`.
+ */
+export const SCENARIO_GROUPS = ["main", "finalizers", "backlog"] as const;
+
+/** One of {@link SCENARIO_GROUPS}. */
+export type ScenarioGroup = typeof SCENARIO_GROUPS[number];
+
 /** One CRD variant: the resource, its manifest, and whether status is a subresource. */
 export interface CrdVariant {
   readonly id: "status" | "plain";

@@ -1,5 +1,5 @@
 /**
- * The scenarios of one contender on one CRD variant, in order: startup, create, steady,
+ * The scenarios of one contender on one CRD variant, in order (`--scenarios` picks groups): startup, create, steady,
  * updates, fill, idle, restart (namespace A); create with a delete handler and delete
  * (namespace B); a backlog created before the operator starts (namespace C).
  * See docs/performance.md for what each measures.
@@ -9,16 +9,27 @@ import { createTestNamespace } from "../../testing/control_plane.ts";
 import { log, names, type Operator, readRuns, sleep } from "./contenders.ts";
 import { Observer, pool } from "./kube.ts";
 import { memoryMiB } from "./procs.ts";
+import type { ScenarioGroup } from "./config.ts";
 import type { ContenderSession } from "./session.ts";
 import { latencySummary } from "./stats.ts";
 
 /** Runs every scenario of the session's contender; results land in `session.phases`. */
 export async function runScenarios(session: ContenderSession): Promise<void> {
   const self = session;
-  const { config, api, plane, contender, variant } = self.ctx;
+  const { config } = self.ctx;
   const timeoutFor = (count: number) => 60_000 + count * 200;
+  const runs = (group: ScenarioGroup) => !self.ctx.groups || self.ctx.groups.has(group);
+  if (runs("main")) await mainGroup(self, timeoutFor);
+  if (runs("finalizers")) await finalizersGroup(self, timeoutFor);
+  if (runs("backlog") && config.backlogCount > 0) await backlogGroup(self, timeoutFor);
+}
 
-  // --- Namespace A: startup, create, steady load, updates, fill, idle, restart. ---
+type TimeoutFor = (count: number) => number;
+
+/** Namespace A: startup, create, steady load, updates, fill, idle, restart. */
+async function mainGroup(self: ContenderSession, timeoutFor: TimeoutFor): Promise<void> {
+  const { config, api, plane, contender, variant } = self.ctx;
+
   const ns = await createTestNamespace(plane, `bench-${contender.id}-${variant.id}`);
   const observer = new Observer(api, ns);
   await observer.start();
@@ -225,8 +236,11 @@ export async function runScenarios(session: ContenderSession): Promise<void> {
   }
   log(`${contender.id}: clearing ${ns}`);
   await api.clear(ns);
+}
 
-  // --- Namespace B: with a delete handler (finalizers): create, then delete. ---
+/** Namespace B: with a delete handler (finalizers): create, then delete. */
+async function finalizersGroup(self: ContenderSession, timeoutFor: TimeoutFor): Promise<void> {
+  const { config, api, plane, contender, variant } = self.ctx;
   const nsDel = await createTestNamespace(plane, `bench-${contender.id}-${variant.id}-del`);
   const observerDel = new Observer(api, nsDel);
   await observerDel.start();
@@ -262,9 +276,12 @@ export async function runScenarios(session: ContenderSession): Promise<void> {
     await observerDel.stop();
   }
   await api.clear(nsDel);
+}
 
-  // --- Namespace C: a backlog created before the operator starts: its throughput alone. ---
-  if (config.backlogCount > 0) {
+/** Namespace C: a backlog created before the operator starts: its throughput alone. */
+async function backlogGroup(self: ContenderSession, timeoutFor: TimeoutFor): Promise<void> {
+  const { config, api, plane, contender, variant } = self.ctx;
+  {
     const nsBacklog = await createTestNamespace(
       plane,
       `bench-${contender.id}-${variant.id}-backlog`,

@@ -6,7 +6,7 @@
  */
 import type { ControlPlane } from "../../testing/control_plane.ts";
 import { type AuditLog, summarize } from "./audit.ts";
-import type { Config, CrdVariant } from "./config.ts";
+import type { Config, CrdVariant, ScenarioGroup } from "./config.ts";
 import { type Contender, countBy, log, Operator, readRuns, sleep } from "./contenders.ts";
 import { type Api, type Observer, pool } from "./kube.ts";
 import {
@@ -30,6 +30,8 @@ export interface Context {
   readonly variant: CrdVariant;
   readonly work: string;
   readonly rep: number;
+  /** The scenario groups to run (all if unset). */
+  readonly groups?: ReadonlySet<ScenarioGroup>;
 }
 
 /** What a scenario's body reports. */
