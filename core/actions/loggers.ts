@@ -252,18 +252,11 @@ export class Logger {
    * @param error An attached error (its stack is printed by the log formatter).
    */
   log(level: LogLevel, message: string, error?: unknown): void {
-    const entry: LogEntry = {
-      level,
-      message,
-      category: this.category,
-      object: this.object,
-      error,
-      time: new Date(),
-      local: this.#local,
-    };
+    let time: Date | undefined;
     const logtape = logtapeLogger(this.category);
     const logtapeLevel = TO_LOGTAPE[level];
     if (!certainlyDropped(logtape, logtapeLevel)) {
+      time = new Date();
       // With its category given, LogTape dispatches the record as it is (without one, it copies
       // the record's property descriptors to add the category: the costly part of logging).
       const record: LogRecord = {
@@ -271,12 +264,26 @@ export class Logger {
         level: logtapeLevel,
         message: [message],
         rawMessage: message,
-        timestamp: entry.time.getTime(),
+        timestamp: time.getTime(),
         properties: { object: this.object, error },
       };
       logtape.emit(record);
     }
-    for (const listener of this.#listeners) listener(entry);
+    // Built only for a listener that would use it (with `-q`, none would).
+    let entry: LogEntry | undefined;
+    for (const listener of this.#listeners) {
+      if (listener.accepts && !listener.accepts(level, this.#local)) continue;
+      entry ??= {
+        level,
+        message,
+        category: this.category,
+        object: this.object,
+        error,
+        time: time ?? new Date(),
+        local: this.#local,
+      };
+      listener(entry);
+    }
   }
 }
 

@@ -242,6 +242,17 @@ function annotationsExceed(
 ): boolean {
   const current = resolve(body, ["metadata", "annotations"]);
   const patched = resolve(patch.body, ["metadata", "annotations"]);
+  // An upper bound first (replaced values counted twice), without building anything.
+  let bound = 0;
+  for (const source of [current, patched]) {
+    if (!isMapping(source)) continue;
+    for (const k in source) {
+      const v = source[k];
+      if (typeof v === "string") bound += k.length + v.length;
+    }
+  }
+  for (const [k, v] of extra) bound += k.length + v.length;
+  if (bound * 3 <= ANNOTATIONS_SIZE_LIMIT) return false;
   const entries: Array<[string, unknown]> = [];
   if (isMapping(current)) {
     for (const [k, v] of Object.entries(current)) {
