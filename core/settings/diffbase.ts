@@ -232,8 +232,9 @@ export const ANNOTATIONS_SIZE_LIMIT = 262_144;
 
 /**
  * Whether the annotations of `body`, changed by the patch and by `extra`, exceed
- * {@link ANNOTATIONS_SIZE_LIMIT}. Cheap for ordinary objects: bytes are counted only when the
- * characters alone could exceed the limit (UTF-8 takes at most 3 bytes per UTF-16 unit).
+ * {@link ANNOTATIONS_SIZE_LIMIT}. Cheap for ordinary objects: bytes are counted only when an
+ * upper bound of the characters could exceed the limit (UTF-8 takes at most 3 bytes per UTF-16
+ * unit).
  */
 function annotationsExceed(
   body: Mapping,
@@ -263,9 +264,6 @@ function annotationsExceed(
     for (const [k, v] of Object.entries(patched)) if (!extra.has(k)) entries.push([k, v]);
   }
   entries.push(...extra);
-  let chars = 0;
-  for (const [k, v] of entries) if (typeof v === "string") chars += k.length + v.length;
-  if (chars * 3 <= ANNOTATIONS_SIZE_LIMIT) return false;
   const encoder = new TextEncoder();
   let bytes = 0;
   for (const [k, v] of entries) {
