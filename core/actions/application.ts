@@ -70,7 +70,7 @@ export async function applyPatch(
 ): Promise<Application> {
   const applied = await tryApplying(api, resource, body, patch, options);
   if (applied.state === "applied" && options.logger) {
-    const found = inconsistencies(patch.toJSON(), applied.body);
+    const found = inconsistencies(patch.view(), applied.body);
     if (found.length) options.logger.warning(describeInconsistencies(found));
   }
   return applied;

@@ -248,7 +248,7 @@ export class HttpClient implements Disposable {
     const retries = delays?.length ?? request.retries ?? this.#options.retries ?? 6;
     // After a 401, the next credentials (or refreshed ones) are tried, as long as they differ
     // from all rejected so far in this request, and not endlessly.
-    const rejected = new Set<string>();
+    let rejected: Set<string> | undefined; // made on the first 401 only
     for (let attempt = 0;; attempt++) {
       const auth = await this.connection.credentials.headers(request.signal);
       try {
@@ -256,8 +256,9 @@ export class HttpClient implements Disposable {
       } catch (error) {
         if (request.signal?.aborted) throw request.signal.reason;
         const key = JSON.stringify(auth);
+        rejected ??= error instanceof ApiError && error.code === 401 ? new Set() : undefined;
         if (
-          error instanceof ApiError && error.code === 401 && !rejected.has(key) &&
+          error instanceof ApiError && error.code === 401 && rejected && !rejected.has(key) &&
           rejected.size < MAX_CREDENTIALS_PER_REQUEST
         ) {
           rejected.add(key);

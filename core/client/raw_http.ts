@@ -58,6 +58,7 @@ const MAX_HEAD = 64 * 1024;
 const encoder = new TextEncoder();
 const utf8 = new TextDecoder();
 const latin1 = new TextDecoder("latin1");
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** One kept-alive connection and its read buffer. */
 class Connection {
@@ -176,6 +177,10 @@ export class RawHttpPool {
     let head = `${request.method} ${request.target} HTTP/1.1\r\nHost: ${server.host}\r\n`;
     for (const name in request.headers) head += `${name}: ${request.headers[name]}\r\n`;
     if (request.body === undefined) return encoder.encode(head + "Content-Length: 0\r\n\r\n");
+    // Most bodies are ASCII: their length in bytes is known, and one encoding does it all.
+    if (!NON_ASCII.test(request.body)) {
+      return encoder.encode(`${head}Content-Length: ${request.body.length}\r\n\r\n${request.body}`);
+    }
     const body = encoder.encode(request.body);
     const start = encoder.encode(head + `Content-Length: ${body.length}\r\n\r\n`);
     const bytes = new Uint8Array(start.length + body.length);
@@ -215,35 +220,32 @@ export class RawHttpPool {
         received = true;
       }
       clearTimeout(headTimer);
-      const lines = latin1.decode(connection.buf.subarray(connection.start, at)).split("\r\n");
+      // Only what framing needs is looked up; the header map is made if someone asks for it.
+      const head = latin1.decode(connection.buf.subarray(connection.start, at));
       connection.start = at + 4;
-      const match = /^HTTP\/1\.([01]) (\d{3})/.exec(lines[0] ?? "");
-      if (!match) throw new Error(`HTTP answer: bad status line ${JSON.stringify(lines[0])}`);
-      const status = Number(match[2]);
-      const headers = new Map<string, string>();
-      for (let i = 1; i < lines.length; i++) {
-        const line = lines[i]!;
-        const colon = line.indexOf(":");
-        if (colon > 0) {
-          headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
-        }
+      const match = /^HTTP\/1\.([01]) (\d{3})/.exec(head);
+      if (!match) {
+        throw new Error(`HTTP answer: bad status line ${JSON.stringify(head.split("\r\n")[0])}`);
       }
-      const connectionHeader = (headers.get("connection") ?? "").toLowerCase();
+      const status = Number(match[2]);
+      const connectionHeader = (headerIn(head, "connection") ?? "").toLowerCase();
       let close = connectionHeader.includes("close") ||
         (match[1] === "0" && !connectionHeader.includes("keep-alive"));
-      let body: Uint8Array;
+      let text: string;
+      const length = headerIn(head, "content-length");
       if (request.method === "HEAD" || status === 204 || status === 304 || status < 200) {
-        body = new Uint8Array();
-      } else if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) {
-        body = await readChunked(connection);
-      } else if (headers.has("content-length")) {
-        body = await readLength(connection, Number(headers.get("content-length")));
+        text = "";
+      } else if (/\bchunked\b/i.test(headerIn(head, "transfer-encoding") ?? "")) {
+        text = utf8.decode(await readChunked(connection));
+      } else if (length !== undefined) {
+        // Decoded in place: the buffer is not read into again before the text is made.
+        text = utf8.decode(await readLength(connection, Number(length), false));
       } else {
-        body = await readToEnd(connection);
+        text = utf8.decode(await readToEnd(connection));
         close = true;
       }
       connection.used++;
-      return { answer: { status, headers, text: utf8.decode(body) }, close };
+      return { answer: new Answer(status, head, text), close };
     } catch (error) {
       if (timedOut) throw new DOMException("Connect timeout", "TimeoutError");
       // Nothing came back on a connection that served before: the server closed it while idle.
@@ -357,6 +359,46 @@ export class RawHttpPool {
   }
 }
 
+/** An answer whose header map is parsed from its head when first asked for. */
+class Answer implements RawAnswer {
+  readonly status: number;
+  readonly text: string;
+  readonly #head: string;
+  #headers: Map<string, string> | undefined;
+
+  constructor(status: number, head: string, text: string) {
+    this.status = status;
+    this.#head = head;
+    this.text = text;
+  }
+
+  get headers(): ReadonlyMap<string, string> {
+    if (this.#headers) return this.#headers;
+    const headers = this.#headers = new Map();
+    const lines = this.#head.split("\r\n");
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(":");
+      if (colon > 0) {
+        headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+      }
+    }
+    return headers;
+  }
+}
+
+/** The value of the first header of that name (lower case) in a head, trimmed; or undefined. */
+function headerIn(head: string, name: string): string | undefined {
+  // Only lines with a colon right after as many characters as the name has are compared.
+  for (let at = head.indexOf("\n"); at >= 0; at = head.indexOf("\n", at + 1)) {
+    if (head.length - at - 1 <= name.length || head[at + 1 + name.length] !== ":") continue;
+    if (head.slice(at + 1, at + 1 + name.length).toLowerCase() !== name) continue;
+    const end = head.indexOf("\r", at + 1);
+    return head.slice(at + 2 + name.length, end < 0 ? head.length : end).trim();
+  }
+  return undefined;
+}
+
 /** Where the empty line (CR LF CR LF) that ends a head starts in `buf[from, to)`, or -1. */
 function headEnd(buf: Uint8Array, from: number, to: number): number {
   for (let i = buf.indexOf(10, from + 3); i >= 0 && i < to; i = buf.indexOf(10, i + 1)) {
@@ -365,12 +407,21 @@ function headEnd(buf: Uint8Array, from: number, to: number): number {
   return -1;
 }
 
-async function readLength(connection: Connection, length: number): Promise<Uint8Array> {
+/**
+ * The next `length` bytes of the answer: a copy, or (`copy` false) a view into the read buffer,
+ * valid only until the connection is read from again.
+ */
+async function readLength(
+  connection: Connection,
+  length: number,
+  copy = true,
+): Promise<Uint8Array> {
   if (!Number.isFinite(length) || length < 0) throw new Error("HTTP answer: bad Content-Length");
   while (connection.end - connection.start < length) {
     if (!await connection.fill()) throw new Error("HTTP answer: the body ended early");
   }
-  const body = connection.buf.slice(connection.start, connection.start + length);
+  const range = [connection.start, connection.start + length] as const;
+  const body = copy ? connection.buf.slice(...range) : connection.buf.subarray(...range);
   connection.start += length;
   return body;
 }

@@ -109,6 +109,29 @@ Deno.test("RawHttpPool keeps connections alive, reads Content-Length and chunked
   }
 });
 
+Deno.test("RawHttpPool: header names in any case, their values trimmed; the header map on demand", async () => {
+  const heads: string[] = [];
+  const s = server((request) => {
+    heads.push(request.slice(0, request.indexOf("\r\n\r\n")));
+    const body = '{"ok":"ü"}';
+    return `HTTP/1.1 429 Too Many Requests\r\nRETRY-after:  7 \r\ncontent-LENGTH: ${
+      encoder.encode(body).length
+    }\r\nX-Content-Length: 1\r\n\r\n${body}`;
+  });
+  const pool = new RawHttpPool({ server: s.url });
+  try {
+    const answer = await pool.request({ method: "POST", target: "/y", headers: {}, body: "{}" });
+    assert.equal(answer.status, 429);
+    assert.equal(answer.text, '{"ok":"ü"}', "framed by the mixed-case Content-Length");
+    assert.equal(answer.headers.get("retry-after"), "7");
+    assert.equal(answer.headers.get("x-content-length"), "1");
+    assert.match(heads[0]!, /\r\nContent-Length: 2$/);
+  } finally {
+    pool.close();
+    await s.stop();
+  }
+});
+
 Deno.test("RawHttpPool replaces a kept-alive connection the server closed while idle, once", async () => {
   const s = server((_request, i) => ok(JSON.stringify({ i })));
   const pool = new RawHttpPool({ server: s.url });

@@ -56,7 +56,11 @@ export function objectKey(body: KubeObject): string {
 function notNewer(candidate: string | undefined, known: string | undefined): boolean {
   if (!candidate || !known) return false;
   if (candidate === known) return true;
-  if (/^\d+$/.test(candidate) && /^\d+$/.test(known)) return BigInt(candidate) < BigInt(known);
+  // Decimal numbers without leading zeros: the shorter is smaller, else the order of the text.
+  if (/^[1-9]\d*$/.test(candidate) && /^[1-9]\d*$/.test(known)) {
+    return candidate.length < known.length ||
+      (candidate.length === known.length && candidate < known);
+  }
   return false;
 }
 

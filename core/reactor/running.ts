@@ -535,8 +535,12 @@ export function httpOptions(settings: OperatorSettings, traffic: Logger): HttpCl
     qps: settings.networking.qps,
     burst: settings.networking.burst,
     maxConnections: settings.networking.maxConnections,
-    onResponse: (r) =>
-      traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
+    // The line is built only when it is shown (this runs for every request).
+    onResponse: (r) => {
+      if (traffic.isEnabledFor("debug")) {
+        traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`);
+      }
+    },
   };
 }
 

@@ -231,13 +231,22 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => deepEqual(item, b[i]));
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    return true;
   }
   if (isMapping(a) && isMapping(b)) {
-    const aKeys = Object.keys(a).filter((key) => a[key] !== undefined);
-    const bKeys = Object.keys(b).filter((key) => b[key] !== undefined);
-    if (aKeys.length !== bKeys.length) return false;
-    return aKeys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]));
+    // Counted in place, without key arrays: this runs on every cycle's bodies and patches.
+    let defined = 0;
+    for (const key in a) {
+      const value = a[key];
+      if (value === undefined || !Object.hasOwn(a, key)) continue;
+      if (!Object.hasOwn(b, key) || !deepEqual(value, b[key])) return false;
+      defined++;
+    }
+    for (const key in b) {
+      if (b[key] !== undefined && Object.hasOwn(b, key) && --defined < 0) return false;
+    }
+    return defined === 0;
   }
   return Number.isNaN(a) && Number.isNaN(b);
 }

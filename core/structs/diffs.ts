@@ -76,44 +76,57 @@ export const EMPTY_DIFF: Diff = Object.freeze([]);
  */
 export function diff(a: unknown, b: unknown, options: DiffOptions = {}): Diff {
   const items: DiffItem[] = [];
-  collect(items, a ?? null, b ?? null, Object.freeze([...(options.path ?? [])]), options.scope);
+  collect(items, a ?? null, b ?? null, [...(options.path ?? [])], options.scope ?? "full");
   return Object.freeze(items);
 }
 
+/**
+ * Adds the changes between `a` and `b` (at `path`) to `items`. The path is one array for the
+ * whole walk, pushed and popped, and copied only into the items; equal subtrees cost a walk
+ * without allocations (this runs on every cycle: cause detection and the patch check).
+ */
 function collect(
   items: DiffItem[],
   a: unknown,
   b: unknown,
-  path: FieldPath,
-  scope: DiffScope = "full",
+  path: string[],
+  scope: DiffScope,
 ): void {
-  if (deepEqual(a, b)) return;
+  if (a === b) return;
   if (a === null) {
     items.push(item("add", path, null, b));
   } else if (b === null) {
     items.push(item("remove", path, a, null));
   } else if (isMapping(a) && isMapping(b)) {
-    const here = (key: string): FieldPath => Object.freeze([...path, key]);
     if (scope !== "left") {
-      for (const key of Object.keys(b)) {
-        if (!Object.hasOwn(a, key)) collect(items, null, b[key] ?? null, here(key), scope);
+      for (const key in b) {
+        if (Object.hasOwn(a, key) || !Object.hasOwn(b, key)) continue;
+        path.push(key);
+        collect(items, null, b[key] ?? null, path, scope);
+        path.pop();
       }
     }
     if (scope !== "right") {
-      for (const key of Object.keys(a)) {
-        if (!Object.hasOwn(b, key)) collect(items, a[key] ?? null, null, here(key), scope);
+      for (const key in a) {
+        if (Object.hasOwn(b, key) || !Object.hasOwn(a, key)) continue;
+        path.push(key);
+        collect(items, a[key] ?? null, null, path, scope);
+        path.pop();
       }
     }
-    for (const key of Object.keys(a)) {
-      if (Object.hasOwn(b, key)) collect(items, a[key] ?? null, b[key] ?? null, here(key), scope);
+    for (const key in a) {
+      if (!Object.hasOwn(b, key) || !Object.hasOwn(a, key)) continue;
+      path.push(key);
+      collect(items, a[key] ?? null, b[key] ?? null, path, scope);
+      path.pop();
     }
-  } else {
+  } else if (!deepEqual(a, b)) {
     items.push(item("change", path, a, b));
   }
 }
 
-function item(op: DiffOperation, path: FieldPath, old: unknown, new_: unknown): DiffItem {
-  return Object.freeze([op, path, old, new_] as const);
+function item(op: DiffOperation, path: readonly string[], old: unknown, new_: unknown): DiffItem {
+  return Object.freeze([op, Object.freeze([...path]), old, new_] as const);
 }
 
 /**

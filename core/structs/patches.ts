@@ -62,10 +62,11 @@ export interface PatchRequestsOptions {
   readonly resourceVersion?: string;
 }
 
-/** The sections of a merge patch that are created on access and dropped when left empty. */
-const SECTIONS = [["metadata", "labels"], ["metadata", "annotations"], ["metadata"], ["spec"], [
-  "status",
-]] as const;
+/**
+ * The top-level sections of a merge patch that are created on access and dropped when left
+ * empty (as are `metadata.labels` and `metadata.annotations`, before them).
+ */
+const TOP_SECTIONS = ["metadata", "spec", "status"] as const;
 
 /**
  * Whether a merge-patch body has anything left once the empty sections are pruned (as
@@ -298,20 +299,35 @@ export class Patch {
     return this.#finalizers;
   }
 
-  #pruned(): JsonObject {
-    const copy = deepCopy(this.#body);
-    for (const path of SECTIONS) {
-      let parent: JsonObject = copy;
-      for (const key of path.slice(0, -1)) {
-        const next = parent[key];
-        parent = isMapping(next) ? next as JsonObject : {};
-      }
-      const last = path[path.length - 1]!;
-      const value = parent[last];
-      if (isMapping(value) && Object.keys(value).length === 0) delete parent[last];
+  /**
+   * The merge-patch body with its empty sections dropped, for reading only: the values are the
+   * patch's own (only the root and `metadata` are copies), so it costs next to nothing. Modify
+   * neither it nor the patch while it is in use.
+   * @returns The pruned body, sharing its values with the patch.
+   */
+  view(): JsonObject {
+    return this.#pruned(false);
+  }
+
+  #pruned(deep = true): JsonObject {
+    const copy = deep ? deepCopy(this.#body) : { ...this.#body };
+    const meta = copy["metadata"];
+    if (isMapping(meta)) {
+      const metadata: JsonObject = deep ? meta as JsonObject : { ...meta as JsonObject };
+      if (isEmptyMapping(metadata["labels"])) delete metadata["labels"];
+      if (isEmptyMapping(metadata["annotations"])) delete metadata["annotations"];
+      copy["metadata"] = metadata;
     }
+    for (const section of TOP_SECTIONS) if (isEmptyMapping(copy[section])) delete copy[section];
     return copy;
   }
+}
+
+/** An object without keys. */
+function isEmptyMapping(value: unknown): boolean {
+  if (!isMapping(value)) return false;
+  for (const key in value) if (Object.hasOwn(value, key)) return false;
+  return true;
 }
 
 /**
