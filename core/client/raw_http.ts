@@ -389,20 +389,27 @@ class Answer implements RawAnswer {
 
 /** The value of the first header of that name (lower case) in a head, trimmed; or undefined. */
 function headerIn(head: string, name: string): string | undefined {
-  // Only lines with a colon right after as many characters as the name has are compared.
-  for (let at = head.indexOf("\n"); at >= 0; at = head.indexOf("\n", at + 1)) {
-    if (head.length - at - 1 <= name.length || head[at + 1 + name.length] !== ":") continue;
-    if (head.slice(at + 1, at + 1 + name.length).toLowerCase() !== name) continue;
-    const end = head.indexOf("\r", at + 1);
-    return head.slice(at + 2 + name.length, end < 0 ? head.length : end).trim();
+  // Compared by character codes in place: this runs three times for every answer.
+  lines: for (let at = head.indexOf("\n"); at >= 0; at = head.indexOf("\n", at + 1)) {
+    const from = at + 1;
+    if (head.charCodeAt(from + name.length) !== 58) continue; // ":"
+    for (let i = 0; i < name.length; i++) {
+      const c = head.charCodeAt(from + i);
+      if (c !== name.charCodeAt(i) && !(c >= 65 && c <= 90 && c + 32 === name.charCodeAt(i))) {
+        continue lines;
+      }
+    }
+    const end = head.indexOf("\r", from);
+    return head.slice(from + name.length + 1, end < 0 ? head.length : end).trim();
   }
   return undefined;
 }
 
 /** Where the empty line (CR LF CR LF) that ends a head starts in `buf[from, to)`, or -1. */
 function headEnd(buf: Uint8Array, from: number, to: number): number {
-  for (let i = buf.indexOf(10, from + 3); i >= 0 && i < to; i = buf.indexOf(10, i + 1)) {
-    if (buf[i - 1] === 13 && buf[i - 2] === 10 && buf[i - 3] === 13) return i - 3;
+  // A plain loop: a few hundred bytes, where a builtin call per line costs more than the scan.
+  for (let i = Math.max(from, 0); i + 3 < to; i++) {
+    if (buf[i + 3] === 10 && buf[i + 2] === 13 && buf[i + 1] === 10 && buf[i] === 13) return i;
   }
   return -1;
 }

@@ -158,12 +158,14 @@ export abstract class DiffBaseStorage {
   }
 
   /**
-   * Whether two versions of one object certainly have the same essence, told cheaply without
-   * building either: the same `metadata.generation` (the API server raises it for every change
-   * outside `metadata`; status changes through a `/status` subresource do not count, and status
-   * is not in the essence), the same labels, and the same annotations apart from those every
-   * essence drops. `false` means "not known": build both and compare. Storages that change how
-   * essences are built answer `false` always.
+   * Whether two versions of one object certainly have the same essence, told without building
+   * either: the same fields outside `metadata` and `status` — taken as given when
+   * `metadata.generation` is the same (the API server raises it for every change outside
+   * `metadata`; status changes through a `/status` subresource do not count, and status is not
+   * in the essence), compared otherwise (a CRD without a status subresource raises it for status
+   * changes too) — the same labels, and the same annotations apart from those every essence
+   * drops. `false` means "not known": build both and compare. Storages that change how essences
+   * are built answer `false` always.
    *
    * @param a One version of the object.
    * @param b Another version.
@@ -176,11 +178,13 @@ export abstract class DiffBaseStorage {
     extraFields: Iterable<FieldSpec> | undefined = undefined,
   ): boolean {
     if (!this.keepsCommonRules()) return false;
-    if (extraFields && [...extraFields].length) return false;
+    if (extraFields && (Array.isArray(extraFields) ? extraFields : [...extraFields]).length) {
+      return false;
+    }
     const ma = isMapping(a["metadata"]) ? a["metadata"] : {};
     const mb = isMapping(b["metadata"]) ? b["metadata"] : {};
     const ga = ma["generation"], gb = mb["generation"];
-    if (typeof ga !== "number" || ga !== gb) return false;
+    if ((typeof ga !== "number" || ga !== gb) && !sameOutsideMetadata(a, b)) return false;
     if (!deepEqual(ma["labels"] ?? {}, mb["labels"] ?? {})) return false;
     return sameEssentialAnnotations(
       essentialAnnotations(ma["annotations"], this.droppedAnnotations(a)),
@@ -539,6 +543,17 @@ function essentialAnnotations(
     kept.set(key, annotations[key]);
   }
   return kept;
+}
+
+/** Whether two bodies have equal top-level fields, apart from those no essence holds. */
+function sameOutsideMetadata(a: Mapping, b: Mapping): boolean {
+  for (const [x, y] of [[a, b], [b, a]] as const) {
+    for (const key in x) {
+      if (!Object.hasOwn(x, key) || NON_ESSENTIAL.includes(key)) continue;
+      if (!deepEqual(x[key] ?? null, Object.hasOwn(y, key) ? y[key] ?? null : null)) return false;
+    }
+  }
+  return true;
 }
 
 /** Whether two sets of essential annotations are the same. */

@@ -319,7 +319,21 @@ Deno.test("quickSameEssence() says true only where the built essences are equal,
     ],
     ["a label differs", variant((b) => (b.metadata.labels.app = "y")), false],
     ["a user's annotation differs", variant((b) => (b.metadata.annotations.note = "b")), false],
-    ["the generation differs", variant((b) => (b.metadata.generation = 4)), false],
+    [
+      "the generation differs with the spec (any CRD)",
+      variant((b) => (b.metadata.generation = 4, b.spec.size = 2)),
+      false,
+    ],
+    [
+      "the generation differs, the spec does not (status of a CRD without the subresource)",
+      variant((b) => (b.metadata.generation = 4, b.status = { create_fn: { done: false } })),
+      true,
+    ],
+    [
+      "a new top-level field, the generation differing",
+      variant((b) => (b.metadata.generation = 4, Object.assign(b, { data: { a: 1 } }))),
+      false,
+    ],
   ];
   for (const storage of [dflt, multi, new AnnotationsDiffBaseStorage({ prefix: "my.op" })]) {
     for (const [what, other, quick] of cases) {
@@ -328,9 +342,13 @@ Deno.test("quickSameEssence() says true only where the built essences are equal,
         assert.deepEqual(storage.build({ body: other }), storage.build({ body: base }), what);
       }
     }
-    // Nothing is told cheaply without a generation or with extra fields in the essence.
+    // Without a generation the fields are compared; with extra fields nothing is told cheaply.
     const noGeneration = variant((b) => delete (b.metadata as { generation?: number }).generation);
-    assert.equal(storage.quickSameEssence(noGeneration, noGeneration), false);
+    assert.equal(storage.quickSameEssence(noGeneration, deepCopy(noGeneration)), true);
+    const changed = variant((
+      b,
+    ) => (delete (b.metadata as { generation?: number }).generation, b.spec.size = 5));
+    assert.equal(storage.quickSameEssence(noGeneration, changed), false);
     assert.equal(storage.quickSameEssence(base, base, ["status.create_fn"]), false);
   }
   // A storage that builds essences its own way is never answered cheaply.

@@ -119,12 +119,18 @@ export function has(obj: unknown, field: FieldSpec): boolean {
  * @throws {TypeError} If an existing parent on the way is not an object.
  */
 export function ensure(obj: Record<string, unknown>, field: FieldSpec, value: unknown): void {
-  const path = parseField(field);
+  // Not parseField(): the path is only read here (as in resolve), so it needs no frozen copy.
+  const path: readonly string[] = field === null || field === undefined
+    ? EMPTY_PATH
+    : typeof field === "string"
+    ? parseDotted(field)
+    : field;
   if (path.length === 0) {
     throw new RangeError("Cannot set the root of an object; provide a specific field");
   }
   let current: Record<string, unknown> = obj;
-  for (const key of path.slice(0, -1)) {
+  for (let i = 0; i < path.length - 1; i++) {
+    const key = path[i]!;
     if (!Object.hasOwn(current, key)) assign(current, key, {});
     const next = current[key];
     if (!isMapping(next)) {
