@@ -304,6 +304,38 @@ Deno.test(
 );
 
 Deno.test(
+  "settings.watching.initialStreaming asks for the initial events itself (sendInitialEvents, resourceVersionMatch), not relying on the server's defaulting (K26-13)",
+  opts,
+  async () => {
+    // API servers since 1.34 default a watch without a resourceVersion to a streaming list;
+    // older ones (and the feature gate off) do not: the request must say it. The emulator
+    // records the query.
+    await using emulator = await Emulator.start();
+    using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
+    await applyCrds(client, "crds/example.yaml");
+    const settings = createSettings({ watching: { initialStreaming: true } });
+    const controller = new AbortController();
+    emulator.history.clear();
+    for await (
+      const event of watcher(client.api, KOPFEXAMPLES, {
+        namespace: "default",
+        ...watchingOptions(settings.watching),
+        signal: controller.signal,
+      }) as AsyncGenerator<WatcherEvent>
+    ) {
+      if (event.type === "initDone") break;
+    }
+    controller.abort();
+    const watches = emulator.history.find({ verb: "watch", resource: "kopfexamples" });
+    assert.equal(watches.length, 1);
+    const query = new URLSearchParams(watches[0]!.query);
+    assert.equal(query.get("sendInitialEvents"), "true");
+    assert.equal(query.get("resourceVersionMatch"), "NotOlderThan");
+    assert.equal(query.get("allowWatchBookmarks"), "true");
+  },
+);
+
+Deno.test(
   "Event posts retry with settings.posting.defaultBackoffs (explicit), loggingBackoffs (log messages) or the call's own backoffs (K26-11)",
   opts,
   async () => {

@@ -335,6 +335,9 @@ export class KubeApi {
       query: {
         watch: true,
         resourceVersion: options.resourceVersion,
+        ...(options.sendInitialEvents
+          ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" }
+          : {}),
         allowWatchBookmarks: options.allowBookmarks ?? true,
         timeoutSeconds: options.timeoutSeconds,
         labelSelector: options.labelSelector,
