@@ -255,14 +255,13 @@ export class HttpClient implements Disposable {
         return await once(auth);
       } catch (error) {
         if (request.signal?.aborted) throw request.signal.reason;
-        const key = JSON.stringify(auth);
-        rejected ??= error instanceof ApiError && error.code === 401 ? new Set() : undefined;
-        if (
-          error instanceof ApiError && error.code === 401 && rejected && !rejected.has(key) &&
-          rejected.size < MAX_CREDENTIALS_PER_REQUEST
-        ) {
-          rejected.add(key);
-          if (await this.connection.credentials.invalidate(auth)) continue;
+        if (error instanceof ApiError && error.code === 401) {
+          const key = JSON.stringify(auth);
+          rejected ??= new Set();
+          if (!rejected.has(key) && rejected.size < MAX_CREDENTIALS_PER_REQUEST) {
+            rejected.add(key);
+            if (await this.connection.credentials.invalidate(auth)) continue;
+          }
         }
         if (!isRetryable(error) || attempt >= retries) throw error;
         const hinted = error instanceof ApiError ? error.retryAfterMs : undefined;

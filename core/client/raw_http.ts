@@ -427,8 +427,10 @@ async function readLength(
   while (connection.end - connection.start < length) {
     if (!await connection.fill()) throw new Error("HTTP answer: the body ended early");
   }
-  const range = [connection.start, connection.start + length] as const;
-  const body = copy ? connection.buf.slice(...range) : connection.buf.subarray(...range);
+  const { start } = connection;
+  const body = copy
+    ? connection.buf.slice(start, start + length)
+    : connection.buf.subarray(start, start + length);
   connection.start += length;
   return body;
 }

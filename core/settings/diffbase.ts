@@ -547,11 +547,15 @@ function essentialAnnotations(
 
 /** Whether two bodies have equal top-level fields, apart from those no essence holds. */
 function sameOutsideMetadata(a: Mapping, b: Mapping): boolean {
-  for (const [x, y] of [[a, b], [b, a]] as const) {
-    for (const key in x) {
-      if (!Object.hasOwn(x, key) || NON_ESSENTIAL.includes(key)) continue;
-      if (!deepEqual(x[key] ?? null, Object.hasOwn(y, key) ? y[key] ?? null : null)) return false;
-    }
+  const essential = (body: Mapping, key: string) =>
+    Object.hasOwn(body, key) && !NON_ESSENTIAL.includes(key);
+  const value = (body: Mapping, key: string) => Object.hasOwn(body, key) ? body[key] ?? null : null;
+  for (const key in a) {
+    if (essential(a, key) && !deepEqual(a[key] ?? null, value(b, key))) return false;
+  }
+  // Keys only `b` has (the common ones were compared above): absent and null are the same.
+  for (const key in b) {
+    if (essential(b, key) && !Object.hasOwn(a, key) && b[key] != null) return false;
   }
   return true;
 }
