@@ -12,7 +12,10 @@
  *
  * The sampler starts sampling, lets the process run, saves the profile every half second while
  * the process lives, and prints the summary when the connection closes (or on Ctrl-C).
- * `--summary FILE` prints the summary of a saved profile. Not part of the main benchmark.
+ * `--summary FILE` prints the summary of a saved profile. With `--live` the profile leaves out
+ * what the collector freed: the last one taken shows what the process still holds, by the
+ * place that allocated it (e.g. an idle operator after its collection). Not part of the main
+ * benchmark.
  * @module
  */
 import { parseArgs } from "node:util";
@@ -52,7 +55,11 @@ export function summarise(head: ProfileNode, top = 30): string {
 }
 
 /** Samples the process behind the inspector at `port` until it goes away. */
-async function sample(port: number, out: string): Promise<ProfileNode | undefined> {
+async function sample(
+  port: number,
+  out: string,
+  live: boolean,
+): Promise<ProfileNode | undefined> {
   let url: string | undefined;
   while (!url) {
     try {
@@ -82,9 +89,9 @@ async function sample(port: number, out: string): Promise<ProfileNode | undefine
     });
   await send("HeapProfiler.enable");
   await send("HeapProfiler.startSampling", {
-    samplingInterval: 2048,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    samplingInterval: live ? 16384 : 2048,
+    includeObjectsCollectedByMajorGC: !live,
+    includeObjectsCollectedByMinorGC: !live,
   });
   await send("Runtime.runIfWaitingForDebugger");
   let last: ProfileNode | undefined;
@@ -112,11 +119,12 @@ if (import.meta.main) {
       out: { type: "string", default: "heap-sample.json" },
       summary: { type: "string" },
       top: { type: "string", default: "30" },
+      live: { type: "boolean", default: false },
     },
   });
   const head = values.summary
     ? (JSON.parse(await Deno.readTextFile(values.summary)) as { head: ProfileNode }).head
-    : await sample(Number(values.port), values.out);
+    : await sample(Number(values.port), values.out, values.live);
   if (!head) {
     console.error("no profile: the process went away before the first sample");
     Deno.exit(1);

@@ -5,7 +5,7 @@
  * flag take it down" (docs/performance.md, the RSS aim).
  *
  *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30] [--variant NAME=V8FLAGS|ENV=VAL ...]
- *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...]
+ *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...] [--smaps]
  *
  * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
  * @module
@@ -50,6 +50,7 @@ const { values } = parseArgs({
     handlers: { type: "string", default: "bench/handlers/kopf_ts.ts" },
     logs: { type: "string" },
     "deno-flag": { type: "string", multiple: true },
+    smaps: { type: "boolean", default: false },
   },
 });
 const count = Number(values.count), idleS = Number(values.idle);
@@ -60,6 +61,24 @@ const api = new Api(plane);
 const kubeconfig = plane.kubeconfigPath;
 await applyCrd(api, CRD_VARIANTS.find((v) => v.id === "plain")!);
 await waitForCrd(api);
+
+/** Resident MiB per kind of mapping (`--smaps`): where the idle RSS sits. */
+function smapsSummary(pid: number): string {
+  const text = Deno.readTextFileSync(`/proc/${pid}/smaps`);
+  const byKind = new Map<string, number>();
+  let kind = "";
+  for (const line of text.split("\n")) {
+    const head = line.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/);
+    if (head) {
+      const name = head[1]!.trim();
+      kind = name === "" ? "[anon]" : name.replace(/^.*\//, "");
+    } else if (line.startsWith("Rss:")) {
+      byKind.set(kind, (byKind.get(kind) ?? 0) + Number(line.split(/\s+/)[1]) / 1024);
+    }
+  }
+  return [...byKind].sort((a, b) => b[1] - a[1]).slice(0, 8)
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(" | ");
+}
 
 const results: Record<string, unknown>[] = [];
 for (const variant of variants) {
@@ -108,6 +127,7 @@ for (const variant of variants) {
     idle = Math.max(idle, memoryMiB(pids(), "VmRSS"));
     await new Promise((r) => setTimeout(r, 250));
   }
+  if (values.smaps) for (const pid of pids()) console.log(smapsSummary(pid));
   child.kill("SIGTERM");
   await child.status;
   await observer.stop();

@@ -14,3 +14,13 @@ if (every > 0) {
     );
   }, every);
 }
+
+// `BENCH_HEAPSNAP=FILE`: a heap snapshot (after a full collection) to FILE on SIGUSR2.
+const snapshotPath = Deno.env.get("BENCH_HEAPSNAP");
+if (snapshotPath) {
+  Deno.addSignalListener("SIGUSR2", async () => {
+    const { writeHeapSnapshot } = await import("node:v8");
+    writeHeapSnapshot(snapshotPath);
+    console.error(`heap snapshot: ${snapshotPath}`);
+  });
+}

@@ -569,6 +569,15 @@ export class HttpClient implements Disposable {
     }
   }
 
+  /**
+   * Closes the kept-alive connections that wait idle, but the `keep` used last (after a burst).
+   * @param keep How many idle connections stay open.
+   * @returns How many were closed.
+   */
+  closeIdle(keep = 0): number {
+    return this.#raw?.closeIdle(keep) ?? 0;
+  }
+
   /** Closes the TLS connection pool. */
   [Symbol.dispose](): void {
     this.#deadlines.stop();

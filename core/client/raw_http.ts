@@ -165,6 +165,19 @@ export class RawHttpPool {
     }
   }
 
+  /**
+   * Closes idle connections but the `keep` used last: a burst opens up to `maxConnections`, and
+   * each idle one holds its buffers and TLS state on both ends until used again.
+   * @param keep How many idle connections stay open.
+   * @returns How many were closed.
+   */
+  closeIdle(keep = 0): number {
+    // The idle list is in release order: the ones used last are at its end.
+    const spare = this.#idle.slice(0, Math.max(0, this.#idle.length - keep));
+    for (const connection of spare) this.#discard(connection);
+    return spare.length;
+  }
+
   /** Closes every connection; requests waiting for one fail. */
   close(): void {
     this.#closed = true;

@@ -221,6 +221,31 @@ Deno.test("RawHttpPool: at most maxConnections at once, the rest wait; an abort 
   }
 });
 
+Deno.test("RawHttpPool.closeIdle closes the spare idle connections of a burst, keeping the ones used last", async () => {
+  // Answers come late enough that four requests at once need four connections.
+  const s = server(() => ok("{}"));
+  const pool = new RawHttpPool({ server: s.url });
+  try {
+    const burst = () =>
+      Promise.all(
+        Array.from({ length: 4 }, () => pool.request({ method: "GET", target: "/", headers: {} })),
+      );
+    await burst();
+    assert.equal(pool.open, 4, "four requests at once: four connections, all idle now");
+    assert.equal(pool.closeIdle(1), 3);
+    assert.equal(pool.open, 1);
+    assert.equal(pool.closeIdle(1), 0, "the one kept stays");
+    const before = s.connections;
+    await pool.request({ method: "GET", target: "/", headers: {} });
+    assert.equal(s.connections, before, "the kept connection serves the next request");
+    assert.equal(pool.closeIdle(), 1);
+    assert.equal(pool.open, 0);
+  } finally {
+    pool.close();
+    await s.stop();
+  }
+});
+
 Deno.test("RawHttpPool: no answer head within headTimeoutMs is a TimeoutError", async () => {
   const s = server(() => "");
   const pool = new RawHttpPool({ server: s.url });

@@ -18,6 +18,7 @@
 import { backoffDelay, type BackoffOptions, sleep } from "../util/backoff.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import type { WatchingSettings } from "../settings/settings.ts";
+import { withoutOperatorAnnotations } from "../settings/conventions.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
 import { ApiError } from "./errors.ts";
 import type { ByteStream } from "./raw_stream.ts";
@@ -540,9 +541,18 @@ export async function* objectEvents(
   events: AsyncIterable<WatcherEvent>,
   onOther?: (event: WatcherEvent) => void,
 ): AsyncGenerator<ObjectEvent> {
-  // Only what is needed to recognise unchanged objects and to report vanished ones: a slim copy,
-  // not whole bodies (which would double the operator's memory for large clusters).
-  const known = new Map<string, KubeObject>();
+  // Only what is needed to recognise unchanged objects and to report vanished ones (a few
+  // hundred bytes per object, not whole bodies: memory that grows with the cluster).
+  const known = new Map<string, Seen>();
+  // The same for all objects of one watch: remembered once, not per object.
+  let apiVersion: string | undefined, kind: string | undefined;
+  const remember = (object: KubeObject): string => {
+    const key = keyOf(object);
+    known.set(key, new Seen(object));
+    if (object.apiVersion !== apiVersion) apiVersion = object.apiVersion;
+    if (object.kind !== kind) kind = object.kind;
+    return key;
+  };
   let seen: Set<string> | undefined;
   let firstList = true;
   for await (const event of events) {
@@ -552,12 +562,11 @@ export async function* objectEvents(
         onOther?.(event);
         break;
       case "initApply": {
-        const key = keyOf(event.object);
-        seen?.add(key);
-        const before = known.get(key);
-        known.set(key, slim(event.object));
-        const same = before?.metadata?.resourceVersion === event.object.metadata?.resourceVersion &&
-          before?.metadata?.uid === event.object.metadata?.uid;
+        const before = known.get(keyOf(event.object));
+        seen?.add(remember(event.object));
+        const meta = event.object.metadata;
+        const same = before !== undefined && before.resourceVersion === meta?.resourceVersion &&
+          before.uid === meta?.uid;
         yield {
           type: "apply",
           object: event.object,
@@ -568,10 +577,10 @@ export async function* objectEvents(
         break;
       }
       case "initDone":
-        for (const [key, object] of known) {
+        for (const [key, last] of known) {
           if (!seen?.has(key)) {
             known.delete(key);
-            yield { type: "delete", object };
+            yield { type: "delete", object: last.object(key, apiVersion, kind) };
           }
         }
         seen = undefined;
@@ -579,7 +588,7 @@ export async function* objectEvents(
         onOther?.(event);
         break;
       case "apply":
-        known.set(keyOf(event.object), slim(event.object));
+        remember(event.object);
         yield { type: "apply", object: event.object, initial: false, raw: event.raw };
         break;
       case "delete":
@@ -592,20 +601,45 @@ export async function* objectEvents(
   }
 }
 
-/** The identity of an object: enough to compare versions and to report its deletion. */
-function slim(object: KubeObject): KubeObject {
-  const meta = object.metadata ?? {};
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    metadata: {
-      name: meta.name,
-      namespace: meta.namespace,
-      uid: meta.uid,
-      resourceVersion: meta.resourceVersion,
-      ...(meta.labels ? { labels: meta.labels } : {}),
-      ...(meta.annotations ? { annotations: meta.annotations } : {}),
-      ...(meta.finalizers ? { finalizers: meta.finalizers } : {}),
-    },
-  };
+/**
+ * What is remembered of a watched object: its identity and version, to recognise it unchanged
+ * in a relist, and its labels, annotations (without the operators' own, see
+ * {@link withoutOperatorAnnotations}) and finalizers, to report it as deleted should it vanish
+ * while the watch was down. Name, namespace, apiVersion and kind come from elsewhere (the key,
+ * the watch).
+ */
+class Seen {
+  readonly uid: string | undefined;
+  readonly resourceVersion: string | undefined;
+  readonly labels: Readonly<Record<string, string>> | undefined;
+  readonly annotations: Readonly<Record<string, string>> | undefined;
+  readonly finalizers: string[] | undefined;
+
+  constructor(object: KubeObject) {
+    const meta = object.metadata ?? {};
+    this.uid = meta.uid;
+    this.resourceVersion = meta.resourceVersion;
+    this.labels = meta.labels;
+    this.annotations = meta.annotations && withoutOperatorAnnotations(meta.annotations);
+    this.finalizers = meta.finalizers?.length ? meta.finalizers : undefined;
+  }
+
+  /** The object as last seen, for a deletion event. */
+  object(key: string, apiVersion: string | undefined, kind: string | undefined): KubeObject {
+    const slash = key.indexOf("/");
+    const namespace = key.slice(0, slash), name = key.slice(slash + 1);
+    return {
+      apiVersion,
+      kind,
+      metadata: {
+        name,
+        ...(namespace ? { namespace } : {}),
+        uid: this.uid,
+        resourceVersion: this.resourceVersion,
+        ...(this.labels ? { labels: this.labels } : {}),
+        ...(this.annotations ? { annotations: this.annotations } : {}),
+        ...(this.finalizers ? { finalizers: this.finalizers } : {}),
+      },
+    };
+  }
 }

@@ -117,6 +117,9 @@ export interface OperatorStats {
   readonly tasks: number;
 }
 
+/** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
+const IDLE_CONNECTIONS_KEPT = 2;
+
 const NAMESPACES: Resource = {
   group: "",
   version: "v1",
@@ -307,7 +310,7 @@ export class Orchestrator {
   /**
    * One full garbage collection after each burst of processing, once the operator has idled for
    * `settings.process.idleGcDelay` seconds with no worker running, and the C allocator's free
-   * pages returned (see core/util/memory.ts).
+   * pages returned (see core/util/memory.ts); the burst's spare idle connections are closed first.
    */
   async #collectWhenIdle(): Promise<void> {
     const { signal, settings, logger } = this.#deps;
@@ -328,12 +331,14 @@ export class Orchestrator {
       const cycles = this.#cycles;
       this.#cycles = 0;
       const t0 = performance.now();
+      // The burst's spare connections first: their buffers are then garbage to collect.
+      const closed = this.#deps.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
       const { collected, trimmed } = await releaseMemory();
       if (!collected && !trimmed) return; // the runtime offers no way: never try again
       const ms = (performance.now() - t0).toFixed(0);
       logger.debug(
         `Collected garbage after ${cycles} cycles and ${delayMs / 1000}s idle ` +
-          `(${ms} ms${trimmed ? ", allocator trimmed" : ""})`,
+          `(${ms} ms${trimmed ? ", allocator trimmed" : ""}, ${closed} idle connections closed)`,
       );
     }
   }

@@ -196,6 +196,34 @@ export function detectMarkedPrefixes(keys: Iterable<string>): Set<string> {
 }
 
 /**
+ * The annotations without Kopf-based operators' ones (the prefixes of
+ * {@link detectMarkedPrefixes}) and without {@link IGNORED_ANNOTATIONS}: what is left of an
+ * object's annotations besides the operators' bookkeeping (e.g. for a slim copy kept in memory).
+ * @param annotations An object's annotations.
+ * @returns The same object when nothing is dropped (no copy), a copy without the dropped ones,
+ * or `undefined` when nothing is left.
+ */
+export function withoutOperatorAnnotations(
+  annotations: Readonly<Record<string, string>>,
+): Readonly<Record<string, string>> | undefined {
+  let prefixes: Set<string> | undefined;
+  let kept: Record<string, string> | undefined, dropped = false, left = 0;
+  for (const key in annotations) {
+    prefixes ??= detectMarkedPrefixes(Object.keys(annotations));
+    const slash = key.indexOf("/");
+    const drop = IGNORED_ANNOTATIONS.includes(key) ||
+      (slash >= 0 && prefixes.has(key.slice(0, slash)));
+    if (drop) dropped = true;
+    else {
+      left++;
+      (kept ??= {})[key] = annotations[key]!;
+    }
+  }
+  if (left === 0) return undefined;
+  return dropped ? kept : annotations;
+}
+
+/**
  * Put the `<prefix>/kopf-managed: "yes"` marker into the patch unless the prefix is Kopf's own
  * (`kopf.…`) or the marker is already in the body or the patch.
  * @param prefix The storage's prefix.

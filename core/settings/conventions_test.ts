@@ -9,6 +9,7 @@ import {
   removeAnnotations,
   removeEmptyStanzas,
   storeMarker,
+  withoutOperatorAnnotations,
 } from "./conventions.ts";
 // Produced by real Python Kopf (kopf==1.45.2) with tests/compat/kopf_formats.py; see there.
 import KOPF from "../../tests/compat/kopf_formats.json" with { type: "json" };
@@ -65,6 +66,29 @@ Deno.test("detectMarkedPrefixes() finds Kopf's prefixes, subdomains and marked p
     "kopf.zalando.org",
     "other.kopf.zalando.org",
   ]);
+});
+
+Deno.test("withoutOperatorAnnotations() drops operators' and ignored annotations, copying only when it must", () => {
+  const users = { "example.com/owner": "team-a", "no-prefix": "x" };
+  assert.equal(withoutOperatorAnnotations(users), users, "nothing to drop: the same object");
+  const mixed = {
+    ...users,
+    "kopf.zalando.org/last-handled-configuration": '{"spec":{}}',
+    "other.kopf.zalando.org/create_fn": "{}",
+    "marked.example.com/kopf-managed": "yes",
+    "marked.example.com/create_fn": "{}",
+    "kubectl.kubernetes.io/last-applied-configuration": "{}",
+  };
+  const kept = withoutOperatorAnnotations(mixed);
+  assert.deepEqual(kept, users);
+  assert.notEqual(kept, mixed);
+  assert.ok("kopf.zalando.org/last-handled-configuration" in mixed, "the input stays as it was");
+  assert.equal(
+    withoutOperatorAnnotations({ "kopf.zalando.org/touch-dummy": "x" }),
+    undefined,
+    "nothing left",
+  );
+  assert.equal(withoutOperatorAnnotations({}), undefined);
 });
 
 Deno.test("storeMarker() marks custom prefixes once and never Kopf's own", () => {
