@@ -83,7 +83,7 @@ Deno.test(
     assert.deepEqual(words.slice(1), [
       "compile",
       "-A",
-      "--v8-flags=--max-semi-space-size=4",
+      "--v8-flags=--max-semi-space-size=8",
       "--include",
       `${ROOT}/examples/01-minimal/example.ts`,
       "--include",
@@ -134,7 +134,7 @@ Deno.test(
     assert.deepEqual(plan.args, [
       "compile",
       "-A",
-      "--v8-flags=--max-semi-space-size=4",
+      "--v8-flags=--max-semi-space-size=8",
       "--include",
       "/src/h.ts",
       "--output",

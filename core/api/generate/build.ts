@@ -15,13 +15,14 @@ import { type ToolingIo, UsageError } from "./commands.ts";
 
 /**
  * The V8 flags an operator runs best with, baked into the binary by `kopf build` (and used by the
- * scaffold's tasks and the benchmark): young-generation semi-spaces of at most 4 MiB instead of
- * V8's 16. During a burst V8 grows them to the maximum at once; capped, a 2,000-object backlog
- * peaked at 121 instead of 143 MiB for the same CPU (docs/performance.md, round 3). V8 reads them
- * only at start, so they cannot be set from inside; with `deno run`, pass
- * `--v8-flags=--max-semi-space-size=4` (or set `DENO_V8_FLAGS`).
+ * scaffold's tasks and the benchmark): young-generation semi-spaces of at most 8 MiB instead of
+ * V8's 16. During a burst V8 grows them to the maximum at once; capped at 4, a 2,000-object
+ * backlog peaked at 121 instead of 143 MiB for the same CPU (round 3); once a cycle allocated
+ * less (round 4), 8 cost ~11% less CPU than 4 for the same peak (docs/performance.md, round 5).
+ * V8 reads them only at start, so they cannot be set from inside; with `deno run`, pass
+ * `--v8-flags=--max-semi-space-size=8` (or set `DENO_V8_FLAGS`).
  */
-export const RUNTIME_V8_FLAGS: readonly string[] = Object.freeze(["--max-semi-space-size=4"]);
+export const RUNTIME_V8_FLAGS: readonly string[] = Object.freeze(["--max-semi-space-size=8"]);
 
 /** What `kopf build` runs: the entry module and the `deno compile` command line. */
 export interface BuildPlan {
