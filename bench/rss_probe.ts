@@ -127,7 +127,7 @@ for (const variant of variants) {
     idle = Math.max(idle, memoryMiB(pids(), "VmRSS"));
     await new Promise((r) => setTimeout(r, 250));
   }
-  if (values.smaps) for (const pid of pids()) console.log(smapsSummary(pid));
+  if (values.smaps) { for (const pid of pids()) console.log(smapsSummary(pid)); }
   child.kill("SIGTERM");
   await child.status;
   await observer.stop();
