@@ -76,7 +76,13 @@ await applyCrd(api, crd);
 await waitForCrd(api);
 await warmUp(api, plane);
 
-const runs: { variant: string; handledS: number; cpuS: number; peakMiB: number }[] = [];
+const runs: {
+  variant: string;
+  handledS: number;
+  cpuS: number;
+  cpuSettledS: number;
+  peakMiB: number;
+}[] = [];
 for (let rep = 0; rep < reps; rep++) {
   // Rotate the order so that no variant always runs first (or right after a heavy one).
   const order = variants.map((_, i) => variants[(i + rep) % variants.length]!);

@@ -43,7 +43,7 @@ fi
 if [[ $# -eq 0 ]]; then
   check fmt $DENO fmt --check
   check lint $DENO lint
-  check types $DENO check mod.ts cli.ts testing/mod.ts
+  check types $DENO check mod.ts cli.ts testing/mod.ts bench/*.ts bench/lib/*.ts bench/handlers/*.ts
   check layers $DENO run -A tools/check_layers.ts
   check doc-lint $DENO doc --lint mod.ts testing/mod.ts core/engines/metrics.ts
   check publish-dry-run $DENO publish --dry-run --allow-dirty
