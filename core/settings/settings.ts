@@ -43,8 +43,9 @@ export interface ProcessSettings {
   gracePeriod: number;
   /**
    * After a burst of processing, once no cycle has run for this many seconds, one full garbage
-   * collection gives the burst's memory back to the system (null: never). Without it V8 keeps
-   * the pages of the peak for a long time in an idle process. @default 10
+   * collection gives the burst's memory back to the system, and the burst's spare kept-alive
+   * connections are closed (null: never). Without it V8 keeps the pages of the peak for a long
+   * time in an idle process. @default 10
    */
   idleGcDelay: number | null;
 }
