@@ -61,6 +61,9 @@ Deno.test(
     await sleep(2_500);
     const afterBurst = collections();
     assert.ok(afterBurst >= 1 && afterBurst <= 2, `${afterBurst} collections for one burst`);
+    // The burst's spare kept-alive connections are closed at the same time (all but two).
+    const message = op.logs.find((e) => COLLECTED.test(e.message))!.message;
+    assert.match(message, /, \d+ idle connections closed\)$/);
     await sleep(3_000); // three more delays of idling: no further collection
     assert.equal(collections(), afterBurst);
 
