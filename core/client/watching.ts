@@ -549,8 +549,8 @@ export async function* objectEvents(
   const remember = (object: KubeObject): string => {
     const key = keyOf(object);
     known.set(key, new Seen(object));
-    if (object.apiVersion !== apiVersion) apiVersion = object.apiVersion;
-    if (object.kind !== kind) kind = object.kind;
+    apiVersion = object.apiVersion;
+    kind = object.kind;
     return key;
   };
   let seen: Set<string> | undefined;

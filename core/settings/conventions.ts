@@ -196,9 +196,20 @@ export function detectMarkedPrefixes(keys: Iterable<string>): Set<string> {
 }
 
 /**
- * The annotations without Kopf-based operators' ones (the prefixes of
- * {@link detectMarkedPrefixes}) and without {@link IGNORED_ANNOTATIONS}: what is left of an
- * object's annotations besides the operators' bookkeeping (e.g. for a slim copy kept in memory).
+ * Whether an annotation is operators' bookkeeping rather than the object's own: under one of
+ * Kopf-based operators' `prefixes` ({@link detectMarkedPrefixes} of the object's keys) or one
+ * of {@link IGNORED_ANNOTATIONS}. Neither counts in an essence.
+ * @param key The annotation key.
+ * @param prefixes The operators' prefixes among the object's annotation keys.
+ */
+export function isBookkeepingAnnotation(key: string, prefixes: ReadonlySet<string>): boolean {
+  const slash = key.indexOf("/");
+  return (slash >= 0 && prefixes.has(key.slice(0, slash))) || IGNORED_ANNOTATIONS.includes(key);
+}
+
+/**
+ * The annotations without operators' bookkeeping ({@link isBookkeepingAnnotation}), e.g. for a
+ * slim copy kept in memory.
  * @param annotations An object's annotations.
  * @returns The same object when nothing is dropped (no copy), a copy without the dropped ones,
  * or `undefined` when nothing is left.
@@ -206,21 +217,12 @@ export function detectMarkedPrefixes(keys: Iterable<string>): Set<string> {
 export function withoutOperatorAnnotations(
   annotations: Readonly<Record<string, string>>,
 ): Readonly<Record<string, string>> | undefined {
-  let prefixes: Set<string> | undefined;
-  let kept: Record<string, string> | undefined, dropped = false, left = 0;
-  for (const key in annotations) {
-    prefixes ??= detectMarkedPrefixes(Object.keys(annotations));
-    const slash = key.indexOf("/");
-    const drop = IGNORED_ANNOTATIONS.includes(key) ||
-      (slash >= 0 && prefixes.has(key.slice(0, slash)));
-    if (drop) dropped = true;
-    else {
-      left++;
-      (kept ??= {})[key] = annotations[key]!;
-    }
-  }
-  if (left === 0) return undefined;
-  return dropped ? kept : annotations;
+  const keys = Object.keys(annotations);
+  const prefixes = detectMarkedPrefixes(keys);
+  const kept = keys.filter((key) => !isBookkeepingAnnotation(key, prefixes));
+  if (kept.length === 0) return undefined;
+  if (kept.length === keys.length) return annotations;
+  return Object.fromEntries(kept.map((key) => [key, annotations[key]!]));
 }
 
 /**

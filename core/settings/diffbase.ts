@@ -41,7 +41,7 @@ import {
   type AnnotationKeysOptions,
   detectMarkedPrefixes,
   type Essence,
-  IGNORED_ANNOTATIONS,
+  isBookkeepingAnnotation,
   removeAnnotations,
   removeEmptyStanzas,
   storeMarker,
@@ -120,13 +120,9 @@ export abstract class DiffBaseStorage {
 
     const annotations = resolve(essence, "metadata.annotations");
     if (isMapping(annotations)) {
-      const foreign = detectMarkedPrefixes(Object.keys(annotations));
-      for (const key of Object.keys(annotations)) {
-        const prefix = key.includes("/") ? key.slice(0, key.indexOf("/")) : null;
-        if ((prefix !== null && foreign.has(prefix)) || IGNORED_ANNOTATIONS.includes(key)) {
-          delete annotations[key];
-        }
-      }
+      const keys = Object.keys(annotations);
+      const foreign = detectMarkedPrefixes(keys);
+      for (const key of keys) if (isBookkeepingAnnotation(key, foreign)) delete annotations[key];
     }
 
     cherrypick(body, essence, extraFields);
@@ -537,9 +533,7 @@ function essentialAnnotations(
   const keys = Object.keys(annotations);
   const foreign = detectMarkedPrefixes(keys);
   for (const key of keys) {
-    const slash = key.indexOf("/");
-    if (slash >= 0 && foreign.has(key.slice(0, slash))) continue;
-    if (IGNORED_ANNOTATIONS.includes(key) || dropped.includes(key)) continue;
+    if (isBookkeepingAnnotation(key, foreign) || dropped.includes(key)) continue;
     kept.set(key, annotations[key]);
   }
   return kept;
