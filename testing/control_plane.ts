@@ -30,31 +30,28 @@
 import {
   checkBinaries,
   type Component,
-  type ComponentName,
-  COMPONENTS,
   defaultBinDir,
   exitsWithin,
-  freePorts,
   killWatchdog,
   makeWorkDir,
   MARKER,
-  readText,
   reapOrphanedRuns,
   registerRun,
   removeQuietly,
   sleep,
   spawnWatchdog,
-  terminate,
   trySignal,
-  waitUntil,
 } from "./plane/processes.ts";
-import { compactEtcd } from "./plane/etcd.ts";
 import {
-  adminKubeconfig,
-  controllerManagerKubeconfig,
-  type Credentials,
-  writePki,
-} from "./plane/pki.ts";
+  type BootContext,
+  startApiServer,
+  startControllerManager,
+  startEtcd,
+} from "./plane/boot.ts";
+import { componentLogs, stopComponents } from "./plane/components.ts";
+import { register, unregister } from "./plane/exit_hooks.ts";
+import { compactEtcd } from "./plane/etcd.ts";
+import { adminKubeconfig, type Credentials, writePki } from "./plane/pki.ts";
 import { ExternalControlPlane } from "./plane/external.ts";
 
 export { compactEtcd } from "./plane/etcd.ts";
@@ -354,17 +351,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
    * ```
    */
   logs(lines = 40): string {
-    if (this.#finalLogs !== undefined) return this.#finalLogs;
-    return COMPONENTS.map((name) => {
-      let text: string;
-      try {
-        text = Deno.readTextFileSync(`${this.#dir}/${name}.log`);
-      } catch {
-        return "";
-      }
-      const tail = text.trimEnd().split("\n").slice(-lines).join("\n");
-      return `----- ${name} (last ${lines} lines) -----\n${tail}\n`;
-    }).join("");
+    return this.#finalLogs ?? componentLogs(this.#dir, lines);
   }
 
   /**
@@ -418,204 +405,26 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
   }
 
   async #boot(binDir: string, withKcm: boolean, deadline: number): Promise<void> {
-    const dir = this.#dir;
-    const signal = this.#options.signal;
-    this.#watchdog = await spawnWatchdog(this.#runDir, dir);
-
-    const creds = await writePki(dir);
-    this.#credentials = creds;
-    const secret = { mode: 0o600 };
-
-    // etcd.
-    await this.#startWithFreePorts("etcd", 2, deadline, async ([client, peer]) => {
-      this.#etcdUrl = `http://127.0.0.1:${client}`;
-      const peerUrl = `http://127.0.0.1:${peer}`;
-      await removeQuietly(`${dir}/etcd`); // a fresh data dir, also after a port clash
-      const etcd = await this.#spawn("etcd", `${binDir}/etcd`, [
-        "--name=kopf-ts",
-        `--data-dir=${dir}/etcd`,
-        `--listen-client-urls=${this.#etcdUrl}`,
-        `--advertise-client-urls=${this.#etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=kopf-ts=${peerUrl}`,
-        "--initial-cluster-state=new",
-        "--unsafe-no-fsync=true",
-        "--log-level=warn",
-      ]);
-      await waitUntil("etcd /health", deadline, signal, [etcd], async () => {
-        const response = await fetch(`${this.#etcdUrl}/health`, {
-          signal: AbortSignal.timeout(2_000),
-        });
-        const body = await response.text();
-        return response.ok && body.includes('"true"');
-      });
-    });
-
-    // kube-apiserver.
-    const http = Deno.createHttpClient({ caCerts: [creds.caPem] });
-    try {
-      await this.#startWithFreePorts("kube-apiserver", 1, deadline, async ([port]) => {
-        this.#server = `https://127.0.0.1:${port}`;
-        const args = [
-          `--etcd-servers=${this.#etcdUrl}`,
-          "--bind-address=127.0.0.1",
-          "--advertise-address=127.0.0.1",
-          `--secure-port=${port}`,
-          `--cert-dir=${dir}/pki`,
-          `--tls-cert-file=${dir}/pki/apiserver.crt`,
-          `--tls-private-key-file=${dir}/pki/apiserver.key`,
-          `--client-ca-file=${dir}/pki/ca.crt`,
-          `--token-auth-file=${dir}/pki/tokens.csv`,
-          "--authorization-mode=RBAC",
-          `--service-account-issuer=${this.#server}`,
-          `--service-account-key-file=${dir}/pki/sa.pub`,
-          `--service-account-signing-key-file=${dir}/pki/sa.key`,
-          "--service-cluster-ip-range=10.0.0.0/24",
-          "--allow-privileged=true",
-          "--endpoint-reconciler-type=none",
-          "--enable-priority-and-fairness=false",
-          "--max-requests-inflight=0",
-          "--max-mutating-requests-inflight=0",
-          "--profiling=false",
-          ...watchCacheArgs(this.#options),
-          featureGatesArg(this.#options),
-          ...(withKcm ? [] : ["--disable-admission-plugins=ServiceAccount"]),
-          ...(this.#options.apiServerArgs ?? []),
-        ];
-        this.#startApiServer = async (until: number) => {
-          await this.#spawn("kube-apiserver", `${binDir}/kube-apiserver`, args);
-          await this.#waitForApiServer(until);
-        };
-        await this.#startApiServer(deadline);
-      });
-
-      await Deno.writeTextFile(
-        this.kubeconfigPath,
-        adminKubeconfig(this.#server, this.#creds()),
-        secret,
-      );
-      if (!withKcm) return;
-
-      // kube-controller-manager (uses the admin client certificate).
-      await Deno.writeTextFile(
-        `${dir}/kcm.kubeconfig`,
-        controllerManagerKubeconfig(this.#server, dir),
-        secret,
-      );
-      await this.#spawn(
-        "kube-controller-manager",
-        `${binDir}/kube-controller-manager`,
-        [
-          `--kubeconfig=${dir}/kcm.kubeconfig`,
-          "--leader-elect=false",
-          `--controllers=${(this.#options.controllers ?? ["*"]).join(",")}`,
-          "--use-service-account-credentials=false",
-          `--service-account-private-key-file=${dir}/pki/sa.key`,
-          `--root-ca-file=${dir}/pki/ca.crt`,
-          `--cluster-signing-cert-file=${dir}/pki/ca.crt`,
-          `--cluster-signing-key-file=${dir}/pki/ca.key`,
-          "--bind-address=127.0.0.1",
-          "--secure-port=0",
-          "--profiling=false",
-          ...(this.#options.controllerManagerArgs ?? []),
-        ],
-      );
-      // The ServiceAccount controller is up once the `default` namespace has its `default` SA.
-      await waitUntil(
-        "the default ServiceAccount",
-        deadline,
-        signal,
-        this.#components,
-        async () => {
-          const response = await fetch(
-            `${this.#server}/api/v1/namespaces/default/serviceaccounts/default`,
-            {
-              client: http,
-              headers: { authorization: `Bearer ${creds.adminToken}` },
-              signal: AbortSignal.timeout(5_000),
-            },
-          );
-          await response.body?.cancel();
-          return response.ok;
-        },
-      );
-    } finally {
-      http.close();
-    }
-  }
-
-  /**
-   * Runs `attempt` with `count` free ports; if the component died because a port was taken
-   * meanwhile ("address already in use"), retries with new ports (3 attempts).
-   */
-  async #startWithFreePorts(
-    name: ComponentName,
-    count: number,
-    deadline: number,
-    attempt: (ports: number[]) => Promise<void>,
-  ): Promise<void> {
-    for (let round = 1;; round++) {
-      const ports = freePorts(count);
-      try {
-        await attempt(ports);
-        return;
-      } catch (error) {
-        const component = this.#components.find((c) => c.name === name);
-        const log = component ? readText(component.logPath) : "";
-        if (round >= 3 || !component?.status || !/address already in use/i.test(log)) throw error;
-        if (Date.now() >= deadline) throw error;
-        this.#components.splice(this.#components.indexOf(component), 1);
-        await Deno.writeTextFile(component.logPath, `[retrying with new ports]\n`, {
-          append: true,
-        });
-      }
-    }
-  }
-
-  async #spawn(name: ComponentName, binary: string, args: string[]): Promise<Component> {
-    const logPath = `${this.#dir}/${name}.log`;
-    // The shell only redirects the output to the log file and then becomes the binary (exec),
-    // so the pid is the component's own and nothing in this process pumps its output.
-    const child = new Deno.Command("/bin/sh", {
-      args: ["-c", 'log=$1; shift; exec "$@" >>"$log" 2>&1', "sh", logPath, binary, ...args],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
-    child.unref(); // never keeps the Deno process alive; `unload` kills it
-    const component: Component = {
-      name,
-      child,
-      logPath,
-      status: undefined,
-      exited: child.status.then((status) => (component.status = status)),
+    this.#watchdog = await spawnWatchdog(this.#runDir, this.#dir);
+    const credentials = await writePki(this.#dir);
+    this.#credentials = credentials;
+    const ctx: BootContext = {
+      dir: this.#dir,
+      runDir: this.#runDir,
+      binDir,
+      withKcm,
+      options: this.#options,
+      components: this.#components,
+      credentials,
     };
-    this.#components.push(component);
-    await Deno.writeTextFile(`${this.#runDir}/children.pids`, `${child.pid}\n`, { append: true });
-    return component;
-  }
-
-  async #waitForApiServer(deadline: number): Promise<void> {
-    const http = Deno.createHttpClient({ caCerts: [this.#creds().caPem] });
-    try {
-      await waitUntil(
-        "kube-apiserver /readyz",
-        deadline,
-        this.#options.signal,
-        this.#components.filter((c) => !c.status),
-        async () => {
-          const response = await fetch(`${this.#server}/readyz`, {
-            client: http,
-            headers: { authorization: `Bearer ${this.#creds().adminToken}` },
-            signal: AbortSignal.timeout(5_000),
-          });
-          return response.ok && (await response.text()).trim() === "ok";
-        },
-      );
-    } finally {
-      http.close();
-    }
+    this.#etcdUrl = await startEtcd(ctx, deadline);
+    const apiServer = await startApiServer(ctx, this.#etcdUrl, deadline);
+    this.#server = apiServer.server;
+    this.#startApiServer = apiServer.start;
+    await Deno.writeTextFile(this.kubeconfigPath, adminKubeconfig(this.#server, credentials), {
+      mode: 0o600,
+    });
+    if (withKcm) await startControllerManager(ctx, this.#server, deadline);
   }
 
   /**
@@ -675,12 +484,7 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
 
   async #teardown(): Promise<void> {
     // Stays registered until the processes are gone: an `unload` meanwhile still kills them.
-    const grace = this.#options.stopGraceMs ?? 5_000;
-    const byName = (name: ComponentName) => this.#components.filter((c) => c.name === name);
-    // Clients of etcd first, so that they don't spin on a vanished etcd while shutting down.
-    await Promise.all(byName("kube-controller-manager").map((c) => terminate(c, grace)));
-    await Promise.all(byName("kube-apiserver").map((c) => terminate(c, grace)));
-    await Promise.all(byName("etcd").map((c) => terminate(c, grace)));
+    await stopComponents(this.#components, this.#options.stopGraceMs ?? 5_000);
     this.#finalLogs = this.logs();
     await killWatchdog(this.#watchdog);
     this.#stopped = true;
@@ -704,69 +508,6 @@ export class ControlPlane implements AsyncDisposable, SharedControlPlane {
       } catch { /* already gone */ }
     }
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Process-wide registry: signal handlers and the unload hook for all live planes.
-
-interface PlaneHooks {
-  readonly killNow: () => void;
-  readonly stop: () => Promise<void>;
-  readonly handleSignals: boolean;
-}
-
-const livePlanes = new Map<ControlPlane, PlaneHooks>();
-const SIGNALS = [["SIGINT", 2], ["SIGTERM", 15]] as const;
-const signalHandlers = SIGNALS.map(([name, signo]) => [name, () => onSignal(signo)] as const);
-let listening = false;
-
-function onUnload(): void {
-  for (const hooks of [...livePlanes.values()]) hooks.killNow();
-}
-
-function onSignal(signo: number): void {
-  const stopping = [...livePlanes.values()].filter((h) => h.handleSignals).map((h) => h.stop());
-  Promise.allSettled(stopping).finally(() => Deno.exit(128 + signo));
-}
-
-function register(plane: ControlPlane, hooks: PlaneHooks): void {
-  livePlanes.set(plane, hooks);
-  if (livePlanes.size === 1) globalThis.addEventListener("unload", onUnload);
-  syncSignalListeners();
-}
-
-function unregister(plane: ControlPlane): void {
-  if (!livePlanes.delete(plane)) return;
-  if (livePlanes.size === 0) globalThis.removeEventListener("unload", onUnload);
-  syncSignalListeners();
-}
-
-function syncSignalListeners(): void {
-  const wanted = [...livePlanes.values()].some((hooks) => hooks.handleSignals);
-  if (wanted === listening) return;
-  listening = wanted;
-  for (const [name, handler] of signalHandlers) {
-    try {
-      if (wanted) Deno.addSignalListener(name, handler);
-      else Deno.removeSignalListener(name, handler);
-    } catch { /* signals not supported on this platform */ }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Process helpers.
-
-function watchCacheArgs(options: ControlPlaneOptions): string[] {
-  if (options.watchCache === false) return ["--watch-cache=false"];
-  const uncached = options.uncachedResources ?? ["podtemplates"];
-  return uncached.length > 0
-    ? ["--watch-cache=true", `--watch-cache-sizes=${uncached.map((r) => `${r}#0`).join(",")}`]
-    : ["--watch-cache=true"];
-}
-
-function featureGatesArg(options: ControlPlaneOptions): string {
-  const gates = { ShardedListAndWatch: true, ...options.featureGates };
-  return `--feature-gates=${Object.entries(gates).map(([k, v]) => `${k}=${v}`).join(",")}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -816,6 +557,3 @@ export function sharedControlPlane(
   })();
   return shared;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Namespaces.
