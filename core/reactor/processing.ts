@@ -88,7 +88,7 @@ export interface ObjectMemory {
   /** The essence seen in the previous cycle (to tell timers about essential changes). */
   lastEssence?: string | undefined;
   /** Re-processes the object soon with its latest body (e.g. when a daemon exited). */
-  readonly wake: () => void;
+  wake(): void;
   /** The latest known body (kept by the queue). */
   latest?: KubeObject | undefined;
 }
@@ -535,7 +535,7 @@ function spawnerOf(
         handler.param,
         signal,
       ),
-    wake: memory.wake,
+    wake: () => memory.wake(),
     signal: deps.signal,
     observer: deps.observer,
   });

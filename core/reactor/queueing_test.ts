@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { type LogEntry, Logger } from "../actions/loggers.ts";
 import { createSettings, type QueueingSettings } from "../settings/settings.ts";
+import type { Memo } from "../intents/contexts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
@@ -53,7 +54,7 @@ function harness(
   }).queueing;
   const calls: Call[] = [];
   const logs: LogEntry[] = [];
-  const memories: ObjectMemory[] = [];
+  const memos: Memo[] = [];
   const running = new Map<string, number>();
   let maxPerObject = 0;
   let maxOverall = 0;
@@ -62,10 +63,10 @@ function harness(
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
     signal: controller.signal,
     limiter,
-    createMemory: (_body, wake) => {
-      const memory: ObjectMemory = { memo: {}, handledOnce: false, wake };
-      memories.push(memory);
-      return memory;
+    createMemo: () => {
+      const memo = {};
+      memos.push(memo);
+      return memo;
     },
     process: async (memory, event) => {
       const key = objectKey(event.body);
@@ -89,7 +90,7 @@ function harness(
     queue,
     calls,
     logs,
-    memories,
+    memos,
     stop,
     listeners,
     baseListeners,
@@ -417,7 +418,7 @@ Deno.test("ObjectQueue workers exit after idleTimeout; the memory stays (SUB-31,
   assert.equal(h.queue.size, 1);
   h.queue.push(ev("a", "2"));
   await until(() => h.calls.length === 2, "a new worker");
-  assert.equal(h.memories.length, 1, "the memory is created once");
+  assert.equal(h.memos.length, 1, "the memory is created once");
   assert.equal(h.calls[0]!.memory, h.calls[1]!.memory);
   await h.stop();
 });
