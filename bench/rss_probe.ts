@@ -7,6 +7,8 @@
  *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30] [--variant NAME=V8FLAGS|ENV=VAL ...]
  *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...] [--smaps]
  *
+ * A variant's `BENCH_HEAPSNAP:FILE` or `BENCH_MALLOCINFO:FILE` (bench/handlers/_memlog.ts) makes
+ * the probe signal the operator for a heap snapshot or glibc's malloc_info after the idle phase.
  * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
  * @module
  */
@@ -128,6 +130,15 @@ for (const variant of variants) {
     await new Promise((r) => setTimeout(r, 250));
   }
   if (values.smaps) { for (const pid of pids()) console.log(smapsSummary(pid)); }
+  if (variant.env["BENCH_HEAPSNAP"]) {
+    for (const pid of pids()) Deno.kill(pid, "SIGUSR2");
+    await new Promise((r) => setTimeout(r, 8000));
+  }
+  if (variant.env["BENCH_MALLOCINFO"]) {
+    for (const pid of pids()) Deno.kill(pid, "SIGWINCH");
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const pid of pids()) console.log("after trim:", smapsSummary(pid));
+  }
   child.kill("SIGTERM");
   await child.status;
   await observer.stop();

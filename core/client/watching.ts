@@ -548,7 +548,7 @@ export async function* objectEvents(
   let apiVersion: string | undefined, kind: string | undefined;
   const remember = (object: KubeObject): string => {
     const key = keyOf(object);
-    known.set(key, new Seen(object));
+    known.set(key, new Seen(object, known.get(key)));
     apiVersion = object.apiVersion;
     kind = object.kind;
     return key;
@@ -615,9 +615,14 @@ class Seen {
   readonly annotations: Readonly<Record<string, string>> | undefined;
   readonly finalizers: string[] | undefined;
 
-  constructor(object: KubeObject) {
+  /**
+   * @param object The object as just seen.
+   * @param before What was remembered of its previous version: its uid string is kept when
+   * equal, as the first one is also the key of the object's memory in the reactor's queue.
+   */
+  constructor(object: KubeObject, before?: Seen) {
     const meta = object.metadata ?? {};
-    this.uid = meta.uid;
+    this.uid = before?.uid === meta.uid ? before?.uid : meta.uid;
     this.resourceVersion = meta.resourceVersion;
     this.labels = meta.labels;
     this.annotations = meta.annotations && withoutOperatorAnnotations(meta.annotations);
