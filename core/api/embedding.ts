@@ -94,11 +94,17 @@ export async function run(options: OperatorOptions = {}): Promise<void> {
   };
   const names: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   for (const name of names) Deno.addSignalListener(name, onSignal);
+  const signal = options.signal
+    ? AbortSignal.any([options.signal, controller.signal])
+    : controller.signal;
   try {
-    const signal = options.signal
-      ? AbortSignal.any([options.signal, controller.signal])
-      : controller.signal;
     await operator({ ...options, settings, signal });
+  } catch (error) {
+    // A signal during the startup (before every stream runs) ends a step with the stop's own
+    // reason: the stop was asked for and done, not a failure (as for `kopf run`).
+    const stopped = signal.aborted &&
+      (error === signal.reason || (error instanceof DOMException && error.name === "AbortError"));
+    if (!stopped) throw error;
   } finally {
     clearTimeout(ultimate);
     for (const name of names) Deno.removeSignalListener(name, onSignal);

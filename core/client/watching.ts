@@ -114,8 +114,11 @@ export interface WatcherOptions {
    * as the watch's first events, up to the bookmark that ends them. @default false
    */
   readonly initialStreaming?: boolean | undefined;
-  /** Server closes each watch request after this many seconds; we then resume. @default 300 */
-  readonly serverTimeoutSeconds?: number | undefined;
+  /**
+   * Server closes each watch request after this many seconds; we then resume. `null`: none is
+   * sent (the server's own default). @default 300
+   */
+  readonly serverTimeoutSeconds?: number | null | undefined;
   /** A stream silent for this long is considered stalled and reopened. @default 70000 */
   readonly inactivityTimeoutMs?: number | undefined;
   /** Pause before reopening a stream the server ended normally. @default 100 */
@@ -164,7 +167,7 @@ export class WatchClientTimeoutError extends Error {
 export function watchingOptions(watching: WatchingSettings): WatcherOptions {
   const ms = (seconds: number | null) => seconds === null ? undefined : seconds * 1000;
   return {
-    serverTimeoutSeconds: watching.serverTimeout ?? undefined,
+    serverTimeoutSeconds: watching.serverTimeout,
     inactivityTimeoutMs: watching.inactivityTimeout * 1000,
     reconnectBackoffMs: watching.reconnectBackoff * 1000,
     connectTimeoutMs: ms(watching.connectTimeout),
@@ -395,7 +398,9 @@ export async function* watcher(
             ...selectors,
             ...(streaming ? { sendInitialEvents: true } : { resourceVersion }),
             allowBookmarks: true,
-            timeoutSeconds: options.serverTimeoutSeconds ?? 300,
+            timeoutSeconds: options.serverTimeoutSeconds === null
+              ? undefined
+              : options.serverTimeoutSeconds ?? 300,
             connectTimeoutMs: options.connectTimeoutMs,
             signal: controller.signal,
           });

@@ -18,7 +18,7 @@ Deno.test("watchingOptions() converts settings.watching to the watcher's millise
   const options = watchingOptions(watching);
   assert.equal(options.connectTimeoutMs, 2_500);
   assert.equal(options.clientTimeoutMs, 30_000);
-  assert.equal(options.serverTimeoutSeconds, undefined);
+  assert.equal(options.serverTimeoutSeconds, null); // none sent (the server's default)
 });
 
 function item(name: string, rv: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {

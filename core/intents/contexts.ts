@@ -284,9 +284,9 @@ export interface ActivityContext {
   /** Which activity runs. */
   readonly activity: "startup" | "cleanup" | "login" | "probe";
   /**
-   * The operator's indices by name (also as top-level properties). Empty for startup and login
-   * handlers, which run before anything is watched; not guaranteed to be complete for probes and
-   * cleanup handlers.
+   * The operator's indices by name (also as top-level properties): every declared index, as in
+   * Kopf. Empty for startup and login handlers, which run before anything is watched (but live:
+   * one kept fills up later); not guaranteed to be complete for probes and cleanup handlers.
    */
   readonly indices: Readonly<Record<string, IndexView>>;
 }

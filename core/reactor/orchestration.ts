@@ -73,6 +73,11 @@ export interface OrchestrationDeps {
   readonly halt?: AbortSignal | undefined;
   /** Called once every initially served stream has listed its objects. */
   readonly onReady?: (() => void) | undefined;
+  /**
+   * Called when a stream fails on its own (an unexpected error, not a stop): the operator must
+   * stop then, not go on without the stream. Without it, the failure is not caught.
+   */
+  readonly onFailure?: ((error: unknown) => void) | undefined;
   /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
   readonly paused?: OperatorPause | undefined;
   /** Observes cycles, handlers, queues and watch streams (metrics, traces). */
@@ -260,7 +265,8 @@ export class Orchestrator {
     }
     const patterns = this.#deps.namespaces;
     const followed = !this.#deps.clusterwide && patterns.some((p) => !isLiteralNamespace(p));
-    if (!this.#deps.clusterwide && !followed) {
+    // Without scanning, the patterns are not followed: only the literal names are served.
+    if (!this.#deps.clusterwide && (!followed || settings.scanning.disabled)) {
       for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
     }
     if (followed && !settings.scanning.disabled) {
@@ -290,7 +296,8 @@ export class Orchestrator {
       );
     }
     if (settings.process.idleGcDelay !== null) tasks.push(this.#idle.run());
-    this.#checkReady();
+    // Followed namespaces are not known yet: the first plan, once they are, checks readiness.
+    if (this.#planned) this.#checkReady();
     await new Promise<void>((resolve) =>
       signal.addEventListener("abort", () => resolve(), { once: true })
     );
@@ -359,6 +366,12 @@ export class Orchestrator {
         this.#readiness.expect(key);
       }
       const done = runStream(this.#streaming, key, target, signal);
+      const onFailure = this.#deps.onFailure;
+      if (onFailure) {
+        done.catch((error) => {
+          if (!signal.aborted) onFailure(error); // failed on its own, not stopped
+        });
+      }
       this.#streams.set(key, { controller, done, resource: resourceName(target.resource) });
     }
     this.#checkReady();

@@ -158,6 +158,12 @@ export async function processEvent(
   const spawner = spawnerOf(deps, memory, body);
   if (deleted) spawner?.adjust(deps.spawning, body, { deleted: true, changed: false });
   if ((deps.changing.length === 0 && !spawner) || deleted) {
+    // Only watching handlers: nothing needs the finalizer. As in Kopf, one left by another
+    // version of the operator is removed, or the object could never be deleted (PST-54).
+    if (!deleted && hasFinalizer(body, settings.finalizer)) {
+      logger.debug("Removing the finalizer, as there are no handlers requiring it.");
+      patch.removeFinalizer(body, settings.finalizer);
+    }
     return await finish(deps, body, patch, undefined, essence);
   }
 

@@ -22,6 +22,7 @@ import {
   isConnectionFields,
 } from "../client/connection_fields.ts";
 import { runActivity } from "../engines/activities.ts";
+import { Index } from "../engines/indexing.ts";
 import { startAdmission } from "../engines/admission.ts";
 import { LeaderElector, leaseNamespace, replicaIdentity } from "../engines/leadership.ts";
 import { detectShardedWatches, ShardCoordinator } from "../engines/sharding.ts";
@@ -32,7 +33,7 @@ import type { MetricsEngine } from "../engines/metrics.ts";
 import { combineObservers, type OperatorObserver } from "../engines/observers.ts";
 import { mayTrace } from "../util/tracing_presence.ts";
 import type { Activity } from "../intents/handlers.ts";
-import type { Memo } from "../intents/contexts.ts";
+import type { IndexView, Memo } from "../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
 import type { NamespacePattern } from "../structs/namespaces.ts";
@@ -164,6 +165,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
   const memo = options.memo ?? {};
   const listeners: LogListener[] = [...(options.listeners ?? [])];
   const logger = new Logger(["kopf", "operator"], { listeners });
+  // A watch stream or the webhook server failing on its own stops the operator as running out
+  // of credentials does: as a stop request would, then it fails with the error (rather than
+  // going on without them).
+  const fail = (error: unknown) => {
+    if (signal.aborted) return;
+    logger.error(`The operator stops after a fatal error: ${firstLine(error)}`);
+    loginFailure.abort(error);
+  };
+  // The serving orchestrator, once there is one (the liveness endpoint serves standbys too).
+  let current: Orchestrator | undefined;
+  const indices = activityIndices(registry.indexIds(), () => current);
   const activity = (name: Activity) =>
     runActivity({
       handlers: registry.activities(name),
@@ -172,6 +184,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
       settings,
       logger,
       signal,
+      indices,
     });
 
   // Peering options as in Kopf: applied before the startup handlers, which may override them.
@@ -204,7 +217,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         if (loginFailure.signal.aborted) return;
         logger.error(error.message);
         loginFailure.abort(error);
-      });
+      }, indices);
     const ownClient = !options.client;
     // Observation is set up only as far as asked for: without metrics and traces, none at all.
     const metricsUrl = settings.metrics.endpoint;
@@ -250,7 +263,6 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         })
         : undefined;
       // The liveness endpoint serves standbys too (else the kubelet restarts them).
-      let current: Orchestrator | undefined;
       let currentPause: OperatorPause | undefined;
       // So do the metrics: a standby reports its API requests and leader_election_master_status.
       engine?.attach({
@@ -276,13 +288,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           settings,
           logger,
           problems: () => current?.problems(),
-          indices: new Proxy({}, {
-            get: (_, name) => typeof name === "string" ? current?.indices[name] : undefined,
-            has: (_, name) => typeof name === "string" && name in (current?.indices ?? {}),
-            ownKeys: () => Reflect.ownKeys(current?.indices ?? {}),
-            getOwnPropertyDescriptor: (_, name) =>
-              Reflect.getOwnPropertyDescriptor(current?.indices ?? {}, name),
-          }),
+          indices,
           signal,
           ...(metricsShared ? { routes: { [new URL(metricsUrl!).pathname]: renderMetrics } } : {}),
         })
@@ -348,6 +354,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
               : undefined,
             signal,
             onReady: options.onReady,
+            onFailure: fail,
             ...(peering ? { paused: pause } : {}),
             observer,
             ...(sharding ? { sharding: sharding.space } : {}),
@@ -414,10 +421,16 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
             if (signal.aborted) resolve();
             signal.addEventListener("abort", () => resolve(), { once: true });
           });
-          // A failing orchestration (or webhook server) ends the operator too.
-          await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])]);
+          // A failing orchestration (or webhook server) ends the operator too, after a stop.
+          await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])])
+            .catch(fail);
           logger.info("Stop requested; finishing the current cycles.");
-          await Promise.race([running, sleep(settings.process.gracePeriod * 1000)]);
+          // The grace period's timer is cleared once done: it would keep the process alive.
+          const graced = new AbortController();
+          await Promise.race([
+            running,
+            sleep(settings.process.gracePeriod * 1000, graced.signal).catch(() => {}),
+          ]).finally(() => graced.abort());
           await posting;
           await admission?.finished; // the managed webhook configurations are cleaned up by now
         } finally {
@@ -462,6 +475,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         memo,
         settings,
         logger,
+        indices,
         signal: AbortSignal.timeout(settings.process.gracePeriod * 1000),
       }).catch((error) =>
         logger.error(`Cleanup failed: ${error instanceof Error ? error.message : error}`)
@@ -544,6 +558,33 @@ export function httpOptions(settings: OperatorSettings, traffic: Logger): HttpCl
   };
 }
 
+/**
+ * The indices as activity handlers get them, as in Kopf: every declared index from the start,
+ * by name — empty before the first listing and live, so that one kept by a startup handler
+ * fills up later (it reads the serving orchestrator's index, or an empty one while there is none).
+ * @param ids The index handler ids.
+ * @param current The serving orchestrator, if any.
+ * @returns Views by index name.
+ */
+function activityIndices(
+  ids: readonly string[],
+  current: () => Orchestrator | undefined,
+): Record<string, IndexView> {
+  const empty = new Index();
+  return Object.fromEntries(ids.map((id) => {
+    const live = () => current()?.indices[id] ?? empty;
+    const view = new Proxy(empty, {
+      get: (_, key) => {
+        const index = live();
+        const value = Reflect.get(index, key, index);
+        return typeof value === "function" ? value.bind(index) : value;
+      },
+      has: (_, key) => Reflect.has(live(), key),
+    });
+    return [id, view];
+  }));
+}
+
 /** Connects with the login handlers' credentials, or the kubeconfig / in-cluster account. */
 async function connect(
   options: OperatorOptions,
@@ -553,6 +594,7 @@ async function connect(
   logger: Logger,
   signal: AbortSignal,
   onLoginFailure: (error: LoginError) => void,
+  indices?: Readonly<Record<string, IndexView>>,
 ): Promise<KubeClient> {
   const http = httpOptions(settings, logger.child(["kopf", "client"]));
   const handlers = registry.activities("login");
@@ -594,6 +636,7 @@ async function connect(
       settings,
       logger,
       signal,
+      indices,
     });
     // Every handler's credentials go to the vault (a handler may also return a list of them).
     const items: VaultItem[] = [];

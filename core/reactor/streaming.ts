@@ -222,6 +222,10 @@ export async function runStream(
   try {
     for await (
       const event of objectEvents(stream, (other) => {
+        // Signs of life besides objects' events: a quiet but healthy stream is not a stuck one.
+        if (other.type === "connected" || other.type === "bookmark" || other.type === "initDone") {
+          books.alive(key);
+        }
         if (other.type === "initDone") books.listed(key);
         if (other.type === "error") {
           logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
