@@ -7,7 +7,7 @@
  *
  * {@link startAdmission} runs the configured webhook server with that function and keeps the
  * managed webhook configurations in sync (`admission_configs.ts`). The servers themselves are in
- * `webhooks.ts`; the operator calls {@link startAdmission} from `core/reactor/running.ts`.
+ * `webhooks.ts`; the operator calls {@link startAdmission} from `core/reactor/serving.ts`.
  * @module
  */
 

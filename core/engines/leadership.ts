@@ -9,7 +9,7 @@
  * - On a graceful stop the leader releases the Lease (empty holder), so a standby takes over
  *   within one retry period instead of after expiry.
  *
- * Not here: what runs while leading (`reactor/running.ts`), the Lease lock (`client/leases.ts`).
+ * Not here: what runs while leading (`reactor/serving.ts`, the loop in `reactor/coordinating.ts`), the Lease lock (`client/leases.ts`).
  * @module
  */
 
