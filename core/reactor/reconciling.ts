@@ -22,40 +22,30 @@
  * reconcile may read any of them. A shard that comes is reconciled in full (its objects were
  * skipped while another replica held it); a shard that goes is released only after its
  * reconciles in flight have finished.
+ *
+ * Beside it, its private parts: the triggers (`_reconcile_triggers.ts`), the handler's context
+ * and cache reader (`_reconcile_context.ts`), `ctx.apply()` (`_reconcile_applier.ts`, deciding
+ * no-op writes with `_reconcile_apply.ts`), and the requeueing of failures
+ * (`_reconcile_failures.ts`).
  * @module
  */
 
-import { PermanentError, TemporaryError } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { applyPatch } from "../actions/application.ts";
-import { applyObject } from "../client/applying.ts";
-import {
-  type CacheEvent,
-  CacheMissError,
-  type Informer,
-  type InformerCache,
-} from "../client/caching.ts";
+import type { Informer, InformerCache } from "../client/caching.ts";
 import type { KubeClient } from "../client/client.ts";
 import type { IndexView, Memo } from "../intents/contexts.ts";
 import type {
-  CacheReader,
   ObjectKey,
-  ReconcileApplyOptions,
   ReconcileContext,
   ReconcileRegistration,
   ReconcileResult,
 } from "../intents/reconciliation.ts";
 import { matchesBodyFilters } from "../intents/registries.ts";
-import {
-  describeSelector,
-  matchesResource,
-  parseSelector,
-  resolveSelector,
-  type SelectorFields,
-} from "../intents/selectors.ts";
+import { describeSelector, resolveSelector, type SelectorFields } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { deepEqual, isMapping } from "../structs/dicts.ts";
+import { isMapping } from "../structs/dicts.ts";
 import {
   isLiteralNamespace,
   matchAnyNamespace,
@@ -69,7 +59,11 @@ import { WorkQueue } from "../util/workqueue.ts";
 import { effectiveShardKey, shardOfObject } from "../structs/shards.ts";
 import type { ShardSpace } from "./orchestration.ts";
 import type { SharedInformers } from "./sharing.ts";
-import { contains, firstDifference, mergedEquals } from "./_reconcile_apply.ts";
+import { mergedEquals } from "./_reconcile_apply.ts";
+import { ReconcileApplier } from "./_reconcile_applier.ts";
+import { cacheReader, reconcileContext } from "./_reconcile_context.ts";
+import { requeueFailed } from "./_reconcile_failures.ts";
+import { bookkeepingOf, controllerOf, isKey, worthReconciling } from "./_reconcile_triggers.ts";
 
 /** What the reconcile controllers need. */
 export interface ReconcileDeps {
@@ -141,8 +135,9 @@ class ReconcileController {
   readonly #registration: ReconcileRegistration;
   readonly #queue = new WorkQueue<string>();
   readonly #memos = new Map<string, Memo>();
-  readonly #applied = new Map<string, KubeObject>();
+  /** The reconciled, owned and watched resources, as resolved. */
   readonly #known: Resource[] = [];
+  readonly #applier: ReconcileApplier;
   /** Reconciles running now, by key (so that a shard is released only after its reconciles). */
   readonly #running = new Map<string, Promise<void>>();
   /** Sharded replicas: the shards held (none until the coordinator says). */
@@ -157,6 +152,14 @@ class ReconcileController {
     this.#cache = cache;
     this.#registration = registration;
     this.#logger = deps.logger.child(["kopf", "reconcile"]);
+    this.#applier = new ReconcileApplier({
+      client: deps.client,
+      cache,
+      known: this.#known,
+      fieldManager: registration.handler.fieldManager,
+      logger: this.#logger,
+      signal: deps.signal,
+    });
   }
 
   async run(): Promise<void> {
@@ -391,52 +394,7 @@ class ReconcileController {
       if (typeof after === "number" && after >= 0) this.#queue.addAfter(key, after * 1000);
       return;
     }
-    this.#fail(key, failure, logger);
-  }
-
-  #fail(key: string, failure: unknown, logger: Logger): void {
-    const { handler } = this.#registration;
-    const id = handler.id;
-    const error = failure instanceof Error ? failure : new Error(String(failure));
-    const retries = this.#queue.retries(key);
-    if (handler.retries !== undefined && retries + 1 >= handler.retries) {
-      logger.error(
-        `Reconcile handler '${id}' failed ${
-          retries + 1
-        } times; giving up until the next change: ${error.message}`,
-      );
-      this.#queue.forget(key);
-      return;
-    }
-    if (failure instanceof TemporaryError) {
-      const delay = failure.delay ?? 0;
-      logger.error(
-        `Reconcile handler '${id}' failed temporarily: ${error.message} (retrying in ${delay}s)`,
-      );
-      this.#queue.nextDelay(key); // counts the retry
-      this.#queue.addAfter(key, delay * 1000);
-      return;
-    }
-    const mode = failure instanceof PermanentError ? "permanent" : handler.errors ?? "temporary";
-    if (mode === "permanent") {
-      logger.error(`Reconcile handler '${id}' failed permanently: ${error.message}`);
-      this.#queue.forget(key);
-      return;
-    }
-    if (mode === "ignored") {
-      logger.error(`Reconcile handler '${id}' failed with an exception; ignored: ${error.message}`);
-      this.#queue.forget(key);
-      return;
-    }
-    const delayMs = handler.backoff !== undefined
-      ? (this.#queue.nextDelay(key), handler.backoff * 1000)
-      : this.#queue.nextDelay(key);
-    logger.error(
-      `Reconcile handler '${id}' failed with an exception: ${error.message} (retrying in ${
-        (delayMs / 1000).toFixed(3)
-      }s)`,
-    );
-    this.#queue.addAfter(key, delayMs);
+    requeueFailed(this.#queue, handler, key, failure, logger);
   }
 
   /** Writes a patch unless it would change nothing; stores the result in the cache. */
@@ -457,6 +415,7 @@ class ReconcileController {
     return undefined;
   }
 
+  /** The handler's context for one reconcile (built again when adding the finalizer wrote). */
   #context(
     body: KubeObject,
     patch: Patch,
@@ -466,197 +425,19 @@ class ReconcileController {
     key: string,
     workerSignal: AbortSignal,
   ): ReconcileContext {
-    const meta = body.metadata ?? {};
-    const indices = this.#deps.indices ?? {};
-    return {
-      ...indices,
-      body,
-      spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
-      meta,
-      status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
-      // Objects from the API server always have both (only hand-made bodies in tests may not).
-      name: meta.name as string,
-      namespace: meta.namespace,
-      uid: meta.uid as string,
-      labels: meta.labels ?? {},
-      annotations: meta.annotations ?? {},
+    return reconcileContext(body, {
       resource: this.#resource,
       patch,
       logger,
       memo,
       param: this.#registration.handler.param,
       settings: this.#deps.settings,
-      signal: workerSignal,
-      indices,
+      indices: this.#deps.indices ?? {},
       deleting,
       retry: this.#queue.retries(key),
-      cache: this.#reader(meta.namespace),
-      apply: (object, options) => this.#apply(body, object, options ?? {}, workerSignal),
-    };
-  }
-
-  #reader(namespace: string | undefined): CacheReader {
-    const cache = this.#cache;
-    const find = (name: string) => this.#lookup(name);
-    return {
-      get<T extends KubeObject = KubeObject>(resource: string, name: string, ns?: string) {
-        return cache.get<T>(find(resource), name, { namespace: ns ?? namespace });
-      },
-      list<T extends KubeObject = KubeObject>(
-        resource: string,
-        options: {
-          readonly namespace?: string | null;
-          readonly labels?: Readonly<Record<string, string>>;
-        } = {},
-      ) {
-        const ns = options.namespace === null ? undefined : options.namespace ?? namespace;
-        return cache.list<T>(find(resource), { namespace: ns, labels: options.labels });
-      },
-    };
-  }
-
-  #lookup(name: string): Resource {
-    const selector = parseSelector(name);
-    const found = this.#known.find((r) => matchesResource(selector, r));
-    if (!found) throw new CacheMissError(name);
-    return found;
-  }
-
-  async #apply(
-    parent: KubeObject,
-    object: KubeObject,
-    options: ReconcileApplyOptions,
-    signal: AbortSignal,
-  ): Promise<KubeObject> {
-    const resource = await this.#resourceOf(object);
-    const desired = structuredClone(object) as KubeObject;
-    const meta = desired.metadata ??= {};
-    if (resource.namespaced) meta.namespace ??= parent.metadata?.namespace;
-    else delete meta.namespace;
-    const manager = options.fieldManager ?? this.#registration.handler.fieldManager;
-    const subresource = options.subresource;
-    const memory = [resourceName(resource), meta.namespace, meta.name, manager, subresource ?? ""]
-      .join("|");
-    let cached: KubeObject | undefined;
-    try {
-      cached = this.#cache.get(resource, meta.name ?? "", { namespace: meta.namespace });
-    } catch (error) {
-      if (!(error instanceof CacheMissError)) throw error;
-    }
-    const stated = subresource === "status"
-      ? { status: desired.status }
-      : resource.subresources.includes("status")
-      ? withoutStatus(desired)
-      : desired;
-    const last = this.#applied.get(memory);
-    if (cached && contains(cached, stated) && (last === undefined || deepEqual(last, desired))) {
-      this.#applied.set(memory, desired);
-      return cached;
-    }
-    if (cached && this.#logger.isEnabledFor("debug")) {
-      const where = firstDifference(cached, stated) ?? "(the fields applied before)";
-      this.#logger.debug(`Applying ${resourceName(resource)} ${meta.name}: differs at ${where}.`);
-    }
-    const stored = await applyObject(this.#deps.client.api, resource, desired, {
-      fieldManager: manager,
-      force: options.force ?? true,
-      subresource,
-      signal,
+      signal: workerSignal,
+      cache: cacheReader(this.#cache, this.#known, body.metadata?.namespace),
+      apply: (object, options) => this.#applier.apply(body, object, options ?? {}, workerSignal),
     });
-    this.#cache.observe(resource, stored);
-    this.#applied.set(memory, desired);
-    return stored;
   }
-
-  async #resourceOf(object: KubeObject): Promise<Resource> {
-    const [group, version] = (object.apiVersion ?? "").includes("/")
-      ? object.apiVersion!.split("/") as [string, string]
-      : ["", object.apiVersion ?? ""];
-    const matches = (r: Resource) =>
-      r.group === group && r.version === version && r.kind === object.kind;
-    const known = this.#known.find(matches);
-    if (known) return known;
-    const [found] = await this.#deps.client.discovery.find(matches, this.#deps.signal);
-    if (!found) {
-      throw new TypeError(
-        `ctx.apply(): no resource serves apiVersion '${object.apiVersion}' kind '${object.kind}'; ` +
-          `check both fields of the applied object`,
-      );
-    }
-    return found;
-  }
-}
-
-/** Whether a change of a reconciled object is worth a reconcile. */
-/** The cause handlers' bookkeeping on objects: not a reason to reconcile. */
-interface Bookkeeping {
-  /** Annotation prefixes of the diff-base and progress storages (e.g. `kopf.zalando.org`). */
-  readonly prefixes: readonly string[];
-  /** The cause handlers' finalizer. */
-  readonly finalizer: string;
-}
-
-/** What the cause handlers write to objects for themselves, from the settings. */
-function bookkeepingOf(settings: OperatorSettings): Bookkeeping {
-  const prefixes = new Set<string>();
-  const walk = (storage: unknown) => {
-    if (!storage || typeof storage !== "object") return;
-    const { prefix, storages } = storage as { prefix?: unknown; storages?: unknown };
-    if (typeof prefix === "string" && prefix) prefixes.add(prefix);
-    if (Array.isArray(storages)) storages.forEach(walk);
-  };
-  walk(settings.persistence.diffbaseStorage);
-  walk(settings.persistence.progressStorage);
-  return { prefixes: [...prefixes], finalizer: settings.persistence.finalizer };
-}
-
-function worthReconciling(
-  event: CacheEvent,
-  statusChanges: boolean,
-  bookkeeping: Bookkeeping,
-): boolean {
-  const old = event.old;
-  if (!old || old.metadata?.uid !== event.object.metadata?.uid) return true;
-  return !deepEqual(
-    essence(old, statusChanges, bookkeeping),
-    essence(event.object, statusChanges, bookkeeping),
-  );
-}
-
-function essence(object: KubeObject, withStatus: boolean, bookkeeping: Bookkeeping): unknown {
-  const { resourceVersion: _rv, managedFields: _mf, generation: _g, ...meta } = object.metadata ??
-    {};
-  // The cause handlers' progress, diff-base and finalizer (a mixed operator writes them after
-  // each cause) are theirs alone: no reconcile for them.
-  if (meta.annotations) {
-    meta.annotations = Object.fromEntries(
-      Object.entries(meta.annotations).filter(([key]) =>
-        !bookkeeping.prefixes.some((prefix) => key.startsWith(`${prefix}/`))
-      ),
-    );
-  }
-  if (meta.finalizers) meta.finalizers = meta.finalizers.filter((f) => f !== bookkeeping.finalizer);
-  const { status, ...rest } = object;
-  return { ...rest, metadata: meta, ...(withStatus ? { status } : {}) };
-}
-
-/** The name of the reconciled object that is this object's controller, if any. */
-function controllerOf(object: KubeObject, owner: Resource): string | undefined {
-  const apiVersion = owner.group ? `${owner.group}/${owner.version}` : owner.version;
-  const group = owner.group;
-  for (const ref of object.metadata?.ownerReferences ?? []) {
-    if (!ref.controller || ref.kind !== owner.kind) continue;
-    const refGroup = ref.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
-    if (ref.apiVersion === apiVersion || refGroup === group) return ref.name;
-  }
-  return undefined;
-}
-
-function withoutStatus(object: KubeObject): KubeObject {
-  const { status: _ignored, ...rest } = object;
-  return rest;
-}
-
-function isKey(value: unknown): value is ObjectKey {
-  return isMapping(value) && typeof value.name === "string";
 }

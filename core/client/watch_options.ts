@@ -1,0 +1,98 @@
+/**
+ * What the list+watch loop (`watcher()` in `watching.ts`) takes: {@link WatcherOptions}, built
+ * from the operator's settings by {@link watchingOptions}, and the errors its timeouts abort a
+ * watch request with ({@link WatchStalledError}, {@link WatchClientTimeoutError}).
+ *
+ * Re-exported by `watching.ts`, which importers use.
+ * @module
+ */
+
+import type { BackoffOptions } from "../util/backoff.ts";
+import type { KubeObject } from "../structs/objects.ts";
+import type { WatchingSettings } from "../settings/settings.ts";
+
+/** Options of the list+watch loop (`watcher()` in `watching.ts`). */
+export interface WatcherOptions {
+  /** Namespace to watch; omitted = cluster-wide (or cluster-scoped resources). */
+  readonly namespace?: string | undefined;
+  /** Server-side label selector. */
+  readonly labelSelector?: string | undefined;
+  /** Server-side field selector. */
+  readonly fieldSelector?: string | undefined;
+  /**
+   * Server-side shard selector (`shardSelector`, Kubernetes 1.36+); servers without sharded
+   * watches ignore it and send everything, so pair it with `accept`.
+   */
+  readonly shardSelector?: string | undefined;
+  /**
+   * Client-side filter: objects it rejects are not reported, as if the server had filtered them
+   * (it must judge by immutable fields, e.g. the uid's shard).
+   */
+  readonly accept?: ((object: KubeObject) => boolean) | undefined;
+  /**
+   * Start with a streaming list (`sendInitialEvents`) instead of a paged list: the objects come
+   * as the watch's first events, up to the bookmark that ends them. @default false
+   */
+  readonly initialStreaming?: boolean | undefined;
+  /**
+   * Server closes each watch request after this many seconds; we then resume. `null`: none is
+   * sent (the server's own default). @default 300
+   */
+  readonly serverTimeoutSeconds?: number | null | undefined;
+  /** A stream silent for this long is considered stalled and reopened. @default 70000 */
+  readonly inactivityTimeoutMs?: number | undefined;
+  /** Pause before reopening a stream the server ended normally. @default 100 */
+  readonly reconnectBackoffMs?: number | undefined;
+  /**
+   * Longest wait for a watch request's response headers (see `HttpRequest.connectTimeoutMs`);
+   * unset: the client's connect timeout, else its request timeout.
+   */
+  readonly connectTimeoutMs?: number | undefined;
+  /**
+   * Longest duration of one watch request, connecting included; then it is closed from this side
+   * and resumed from the last seen resourceVersion (no relist, no event lost). Unset: no limit.
+   */
+  readonly clientTimeoutMs?: number | undefined;
+  /** Backoff between failed attempts. */
+  readonly backoff?: BackoffOptions | undefined;
+  /** Page size of the initial and recovery lists (`0`: one request for all). @default 500 */
+  readonly pageSize?: number | undefined;
+  /** Stops the loop. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** The watch stream stayed silent past the inactivity timeout. */
+export class WatchStalledError extends Error {
+  /** @param ms The inactivity timeout that expired. */
+  constructor(ms: number) {
+    super(`Watch stream was silent for ${ms} ms (no events, no bookmarks); reconnecting`);
+    this.name = "WatchStalledError";
+  }
+}
+
+/** A watch request reached the client-side timeout (`clientTimeoutMs`). */
+export class WatchClientTimeoutError extends Error {
+  /** @param ms The client-side timeout that expired. */
+  constructor(ms: number) {
+    super(`Watch request reached the client-side timeout of ${ms} ms; resuming`);
+    this.name = "WatchClientTimeoutError";
+  }
+}
+
+/**
+ * The watcher's options from `settings.watching` (all but the namespace, selectors and signal).
+ * @param watching The settings.
+ * @returns Timeouts and the reconnection pause, in the units `watcher()` takes.
+ */
+export function watchingOptions(watching: WatchingSettings): WatcherOptions {
+  const ms = (seconds: number | null) => seconds === null ? undefined : seconds * 1000;
+  return {
+    serverTimeoutSeconds: watching.serverTimeout,
+    inactivityTimeoutMs: watching.inactivityTimeout * 1000,
+    reconnectBackoffMs: watching.reconnectBackoff * 1000,
+    connectTimeoutMs: ms(watching.connectTimeout),
+    clientTimeoutMs: ms(watching.clientTimeout),
+    ...(watching.initialStreaming ? { initialStreaming: true } : {}),
+    ...(watching.chunkSize === 500 ? {} : { pageSize: watching.chunkSize ?? 0 }),
+  };
+}
