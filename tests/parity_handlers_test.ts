@@ -372,7 +372,9 @@ Deno.test(
     const good = await loadKubeconfig({ paths: [plane.kubeconfigPath] });
     const namespace = await testNamespace("act-kwargs");
     using client = await testClient();
-    await client.api.create(CONFIGMAPS, { metadata: { name: "early" } }, { namespace });
+    // Labelled: a cluster with a controller-manager adds kube-root-ca.crt to every namespace.
+    const labels = { "act-kwargs": "indexed" };
+    await client.api.create(CONFIGMAPS, { metadata: { name: "early", labels } }, { namespace });
     const port = freePort();
     const settings = createSettings({ posting: { enabled: false } });
     const memo: Memo = { shared: "operator-level" };
@@ -381,7 +383,7 @@ Deno.test(
       (seen[ctx.activity] ??= []).push({ ...ctx } as ActivityContext & Record<string, unknown>);
     const objectMemos: Memo[] = [];
     const registry = new OperatorRegistry();
-    index("configmaps", { registry }, function byName({ name }) {
+    index("configmaps", { registry, labels }, function byName({ name }) {
       return { [name]: true };
     });
     let startupSize: number | undefined;
