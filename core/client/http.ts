@@ -12,7 +12,7 @@
 import { backoffDelay, type BackoffOptions, parseRetryAfter, sleep } from "../util/backoff.ts";
 import type { ConnectionInfo } from "./connection.ts";
 import { classify, RequestCounters } from "./counters.ts";
-import { type ByteStream, rawRequest } from "./raw_stream.ts";
+import { type ByteStream, rawRequest, responseBytes } from "./raw_stream.ts";
 import { type Deadline, Deadlines } from "./deadlines.ts";
 import { type RawAnswer, RawHttpPool } from "./raw_http.ts";
 import { mayTrace } from "../util/tracing_presence.ts";
@@ -588,24 +588,6 @@ export class HttpClient implements Disposable {
     this.#streams?.close();
     this.#streams = undefined;
   }
-}
-
-/** A `fetch` body as a {@link ByteStream}. */
-function responseBytes(response: Response): ByteStream {
-  const reader = response.body?.getReader();
-  let closed = false;
-  return {
-    async read() {
-      if (!reader) return null;
-      const { value, done } = await reader.read();
-      return done ? null : value;
-    },
-    close() {
-      if (closed) return;
-      closed = true;
-      reader?.cancel().catch(() => {});
-    },
-  };
 }
 
 /** The whole of a (small) body as text, e.g. an error's. */

@@ -20,6 +20,28 @@ export interface ByteStream {
   close(): void;
 }
 
+/**
+ * A `fetch` response's body as a {@link ByteStream} (closing it cancels the body once).
+ * @param response The response, its body unread.
+ * @returns The body's chunks.
+ */
+export function responseBytes(response: Response): ByteStream {
+  const reader = response.body?.getReader();
+  let closed = false;
+  return {
+    async read() {
+      if (!reader) return null;
+      const { value, done } = await reader.read();
+      return done ? null : value;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      reader?.cancel().catch(() => {});
+    },
+  };
+}
+
 /** A response whose body is still unread. */
 export interface RawResponse {
   readonly status: number;

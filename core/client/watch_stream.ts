@@ -7,27 +7,12 @@
  * @module
  */
 
-import type { ByteStream } from "./raw_stream.ts";
+import { type ByteStream, responseBytes } from "./raw_stream.ts";
 import { MalformedWatchLine, type RawWatchEvent } from "./watch_events.ts";
 import { WatchStalledError } from "./watch_options.ts";
 
 /** Bytes of unparsed events a watch reader holds before it stops reading: 64 MiB. */
 export const WATCH_BUFFER_BYTES = 64 * 1024 * 1024;
-
-/** A `fetch` response's body as a {@link ByteStream}. */
-function bytesOf(response: Response): ByteStream {
-  const reader = response.body?.getReader();
-  return {
-    async read() {
-      if (!reader) return null;
-      const { value, done } = await reader.read();
-      return done ? null : value;
-    },
-    close() {
-      reader?.cancel().catch(() => {});
-    },
-  };
-}
 
 /**
  * Reads newline-delimited JSON events from a watch stream, aborting when silent for too long.
@@ -53,7 +38,7 @@ export async function* readWatchEvents(
   controller: AbortController,
   maxBuffered: number = WATCH_BUFFER_BYTES,
 ): AsyncGenerator<RawWatchEvent | MalformedWatchLine> {
-  const body = source instanceof Response ? bytesOf(source) : source;
+  const body = source instanceof Response ? responseBytes(source) : source;
   // One timer that re-checks the time of the last read when it fires, rather than one cleared
   // and set again per read (thousands per second under load).
   let lastRead = performance.now();

@@ -11,8 +11,7 @@ import type { IndexView, Memo } from "../intents/contexts.ts";
 import type { CacheReader, ReconcileContext } from "../intents/reconciliation.ts";
 import { matchesResource, parseSelector } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { isMapping } from "../structs/dicts.ts";
-import type { KubeObject } from "../structs/objects.ts";
+import { type KubeObject, objectFields } from "../structs/objects.ts";
 import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 
@@ -52,20 +51,10 @@ export interface ReconcileContextParts {
  * @returns The handler's context; the indices also as top-level fields, as for cause handlers.
  */
 export function reconcileContext(body: KubeObject, parts: ReconcileContextParts): ReconcileContext {
-  const meta = body.metadata ?? {};
   const indices = parts.indices;
   return {
     ...indices,
-    body,
-    spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
-    meta,
-    status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
-    // Objects from the API server always have both (only hand-made bodies in tests may not).
-    name: meta.name as string,
-    namespace: meta.namespace,
-    uid: meta.uid as string,
-    labels: meta.labels ?? {},
-    annotations: meta.annotations ?? {},
+    ...objectFields(body),
     resource: parts.resource,
     patch: parts.patch,
     logger: parts.logger,

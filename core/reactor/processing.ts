@@ -35,8 +35,8 @@ import {
   requiresFinalizer,
 } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
-import { deepEqual, isMapping } from "../structs/dicts.ts";
-import type { KubeObject } from "../structs/objects.ts";
+import { deepEqual } from "../structs/dicts.ts";
+import { type KubeObject, objectFields } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 import { invokeChanging, type SubhandlerScope } from "./subhandling.ts";
@@ -430,18 +430,8 @@ export function makeResourceContext(
   param: unknown,
   signal: AbortSignal = deps.signal,
 ): ResourceContext {
-  const meta = body.metadata ?? {};
   return {
-    body,
-    spec: (isMapping(body.spec) ? body.spec : {}) as Record<string, unknown>,
-    meta,
-    status: (isMapping(body.status) ? body.status : {}) as Record<string, unknown>,
-    // Objects from the API server always have both (only hand-made bodies in tests may not).
-    name: meta.name as string,
-    namespace: meta.namespace,
-    uid: meta.uid as string,
-    labels: meta.labels ?? {},
-    annotations: meta.annotations ?? {},
+    ...objectFields(body),
     resource: deps.resource,
     patch,
     logger,

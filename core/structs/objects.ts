@@ -4,6 +4,8 @@
  * @module
  */
 
+import { isMapping } from "./dicts.ts";
+
 /** An object's labels as handlers see them (`context.labels`): names to values, read-only. */
 export type Labels = Readonly<Record<string, string>>;
 
@@ -66,6 +68,49 @@ export interface KubeObject {
   metadata?: ObjectMeta;
   /** Any other top-level field (spec, status, data…). */
   [field: string]: unknown;
+}
+
+/** The parts of an object's body that every handler's context carries as fields of their own. */
+export interface ObjectFields {
+  /** The whole body. */
+  readonly body: KubeObject;
+  /** `spec`, or `{}` when it is absent or not a mapping. */
+  readonly spec: Record<string, unknown>;
+  /** `metadata` (`{}` when absent). */
+  readonly meta: ObjectMeta;
+  /** `status`, or `{}` when it is absent or not a mapping. */
+  readonly status: Record<string, unknown>;
+  /** `metadata.name`. */
+  readonly name: string;
+  /** `metadata.namespace` (none for cluster-scoped objects). */
+  readonly namespace: string | undefined;
+  /** `metadata.uid`. */
+  readonly uid: string;
+  /** `metadata.labels`, `{}` when absent. */
+  readonly labels: Labels;
+  /** `metadata.annotations`, `{}` when absent. */
+  readonly annotations: Annotations;
+}
+
+/**
+ * The fields of a handler's context that come from the object's body.
+ * @param body The object.
+ * @returns Its body, spec, meta, status, name, namespace, uid, labels and annotations.
+ */
+export function objectFields(body: KubeObject): ObjectFields {
+  const meta = body.metadata ?? {};
+  return {
+    body,
+    spec: isMapping(body["spec"]) ? body["spec"] : {},
+    meta,
+    status: isMapping(body["status"]) ? body["status"] : {},
+    // Objects from the API server always have both (only hand-made bodies in tests may not).
+    name: meta.name as string,
+    namespace: meta.namespace,
+    uid: meta.uid as string,
+    labels: meta.labels ?? {},
+    annotations: meta.annotations ?? {},
+  };
 }
 
 /** A list answer (`…List` kind). */
