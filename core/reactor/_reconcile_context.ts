@@ -53,7 +53,6 @@ export interface ReconcileContextParts {
 export function reconcileContext(body: KubeObject, parts: ReconcileContextParts): ReconcileContext {
   const indices = parts.indices;
   return {
-    ...indices,
     ...objectFields(body),
     resource: parts.resource,
     patch: parts.patch,
@@ -67,6 +66,9 @@ export function reconcileContext(body: KubeObject, parts: ReconcileContextParts)
     retry: parts.retry,
     cache: parts.cache,
     apply: parts.apply,
+    // As for cause handlers (and in Kopf), indices are also passed by their names and win over
+    // the built-in names.
+    ...indices,
   };
 }
 
