@@ -4,7 +4,8 @@
  * plane. Not part of the main benchmark; it answers "where does the idle RSS come from, and can a
  * flag take it down" (docs/performance.md, the RSS aim).
  *
- *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30] [--variant NAME=V8FLAGS|ENV=VAL ...]
+ *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30]
+ *     [--variant NAME=V8FLAGS;ENV:VAL;+DENOFLAG ...]
  *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...] [--smaps]
  *
  * A variant's `BENCH_HEAPSNAP:FILE` or `BENCH_MALLOCINFO:FILE` (bench/handlers/_memlog.ts) makes
@@ -25,22 +26,27 @@ interface Variant {
   readonly name: string;
   readonly v8Flags: string[];
   readonly env: Record<string, string>;
+  readonly denoFlags: string[];
 }
 
-/** `name=--flag1,--flag2;ENV=value`: V8 flags and environment of one variant. */
+/**
+ * `name=--flag1,--flag2;ENV:value;+--deno-flag`: V8 flags, environment and `deno run` flags of
+ * one variant.
+ */
 function parseVariant(text: string): Variant {
   const [name, rest = ""] = text.split("=", 2).length === 2
     ? [text.slice(0, text.indexOf("=")), text.slice(text.indexOf("=") + 1)]
     : [text, ""];
-  const v8Flags: string[] = [], env: Record<string, string> = {};
+  const v8Flags: string[] = [], env: Record<string, string> = {}, denoFlags: string[] = [];
   for (const part of rest.split(";").filter(Boolean)) {
-    if (part.startsWith("--")) v8Flags.push(...part.split(","));
+    if (part.startsWith("+")) denoFlags.push(part.slice(1));
+    else if (part.startsWith("--")) v8Flags.push(...part.split(","));
     else {
       const [k, v = ""] = part.split(":");
       env[k!] = v;
     }
   }
-  return { name: name!, v8Flags, env };
+  return { name: name!, v8Flags, env, denoFlags };
 }
 
 const { values } = parseArgs({
@@ -70,15 +76,18 @@ function smapsSummary(pid: number): string {
   const byKind = new Map<string, number>();
   let kind = "";
   for (const line of text.split("\n")) {
-    const head = line.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/);
+    const head = line.match(/^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(.*)$/);
     if (head) {
-      const name = head[1]!.trim();
-      kind = name === "" ? "[anon]" : name.replace(/^.*\//, "");
+      const name = head[2]!.trim();
+      // The executable by segment: machine code (r-x) against read-only data (r--) and the rest.
+      kind = name === ""
+        ? "[anon]"
+        : `${name.replace(/^.*\//, "")}${name.startsWith("/") ? ` ${head[1]}` : ""}`;
     } else if (line.startsWith("Rss:")) {
       byKind.set(kind, (byKind.get(kind) ?? 0) + Number(line.split(/\s+/)[1]) / 1024);
     }
   }
-  return [...byKind].sort((a, b) => b[1] - a[1]).slice(0, 8)
+  return [...byKind].sort((a, b) => b[1] - a[1]).slice(0, 10)
     .map(([k, v]) => `${k} ${v.toFixed(1)}`).join(" | ");
 }
 
@@ -94,6 +103,7 @@ for (const variant of variants) {
     "-A",
     ...(variant.v8Flags.length ? [`--v8-flags=${variant.v8Flags.join(",")}`] : []),
     ...(values["deno-flag"] ?? []),
+    ...variant.denoFlags,
     "cli.ts",
     "run",
     values.handlers,

@@ -29,6 +29,11 @@ export interface QueueDeps {
   readonly process: (memory: ObjectMemory, event: ObjectEvent) => Promise<CycleResult>;
   /** Creates the memo of an object seen for the first time (its memory is the queue's). */
   readonly createMemo: (body: KubeObject) => Memo;
+  /**
+   * Whether an object's memory holds nothing worth keeping once its worker exits idle (then it is
+   * dropped, and made anew by the object's next event). Unset: memories are kept until deletion.
+   */
+  readonly forgettable?: ((memory: ObjectMemory) => boolean) | undefined;
   /** Where unexpected errors are logged. */
   readonly logger: Logger;
   /** Stops the workers. */
@@ -147,7 +152,7 @@ class ObjectWorker {
         const arrived = await this.#waitForEvent(dueIn);
         if (deps.signal.aborted) break;
         if (!arrived) {
-          if (dueIn === undefined || !current) break; // idle: the worker exits; memory stays
+          if (dueIn === undefined || !current) break; // idle: the worker exits (see forgettable)
           this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
           deps.observer?.retried(deps.name ?? "");
         } else if (deps.settings.batchWindow > 0) {
@@ -349,6 +354,7 @@ export class ObjectQueue {
     started.done.finally(() => {
       if (this.#workers.get(key) === started) this.#workers.delete(key);
       if (started.gone || started.pending?.type === "DELETED") this.#memories.delete(key);
+      else if (!started.pending && this.deps.forgettable?.(memory)) this.#memories.delete(key);
       if (started.pending && !this.deps.signal.aborted) {
         // An event arrived as the worker was exiting: start a new one for it.
         const again = started.pending;

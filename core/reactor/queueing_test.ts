@@ -46,6 +46,7 @@ function harness(
   handle: (event: ObjectEvent, call: number) => Promise<CycleResult> | CycleResult = () => ({}),
   queueing: Partial<QueueingSettings> = {},
   limiter?: Semaphore,
+  forgettable?: (memory: ObjectMemory) => boolean,
 ) {
   const controller = new AbortController();
   const listeners = trackAbortListeners(controller.signal);
@@ -63,6 +64,7 @@ function harness(
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
     signal: controller.signal,
     limiter,
+    forgettable,
     createMemo: () => {
       const memo = {};
       memos.push(memo);
@@ -420,6 +422,33 @@ Deno.test("ObjectQueue workers exit after idleTimeout; the memory stays (SUB-31,
   await until(() => h.calls.length === 2, "a new worker");
   assert.equal(h.memos.length, 1, "the memory is created once");
   assert.equal(h.calls[0]!.memory, h.calls[1]!.memory);
+  await h.stop();
+});
+
+Deno.test("ObjectQueue drops a memory its deps call forgettable once the worker exits idle; a new event makes it anew (SUB-31)", async () => {
+  const h = harness(
+    (event, call) => {
+      if (objectKey(event.body) === "a" && call === 1) h.calls[0]!.memory.memo["kept"] = true;
+      return {};
+    },
+    {},
+    undefined,
+    (memory) => !memory.memo["kept"],
+  );
+  h.queue.push(ev("a", "1"));
+  await until(() => h.calls.length === 1, "a processed");
+  h.queue.push(ev("b", "1"));
+  await until(() => h.calls.length === 2 && h.queue.active === 0, "both workers to exit");
+  assert.ok(h.queue.memory("a"), "a's memo holds something: kept");
+  assert.equal(h.queue.memory("b"), undefined, "b's memory holds nothing: dropped");
+  assert.equal(h.queue.size, 1);
+  h.queue.push(ev("b", "2"));
+  h.queue.push(ev("a", "2"));
+  await until(() => h.calls.length === 4, "both processed again");
+  const later = (key: string) => h.calls.find((c, i) => i > 1 && c.key === key)!.memory;
+  assert.notEqual(later("b"), h.calls[1]!.memory, "b: a new memory");
+  assert.equal(later("a"), h.calls[0]!.memory, "a: the same memory");
+  assert.equal(h.memos.length, 3, "a new memory (and memo) for b only");
   await h.stop();
 });
 

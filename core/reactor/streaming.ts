@@ -166,6 +166,11 @@ export async function runStream(
       }, () => processEvent(processing, memory, event));
     },
     createMemo: () => shallowCopy(deps.memo),
+    // Kept: daemons and timers, a memo that holds something, and — with resume handlers — that
+    // resuming is done (a new memory would resume the object again).
+    forgettable: (memory) =>
+      !memory.spawner && !memory.latest && sameMemo(memory.memo, deps.memo) &&
+      !(memory.handledOnce && handlers.changing.some((h) => h.reason === "resume")),
     logger,
     signal,
     limiter: deps.limiter,
@@ -285,6 +290,19 @@ export async function runStream(
       work.abort();
     }
   }
+}
+
+/**
+ * The object's memo is what a new shallow copy of the operator's memo would be: same class, same
+ * own properties with the same values (nothing was stored in it, or only what it started with).
+ */
+function sameMemo(memo: Memo, base: Memo): boolean {
+  if (Object.getPrototypeOf(memo) !== Object.getPrototypeOf(base)) return false;
+  const keys = Reflect.ownKeys(memo);
+  if (keys.length !== Reflect.ownKeys(base).length) return false;
+  return keys.every((key) =>
+    Object.hasOwn(base, key) && memo[key as string] === base[key as string]
+  );
 }
 
 /** A shallow copy that keeps the memo's class (custom memo objects keep their methods). */
