@@ -35,7 +35,7 @@ import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import { parseField } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import type { HandlerOptions } from "./on.ts";
+import type { HandlerOptions } from "./_on_options.ts";
 
 /** A relation to watch besides ownership (see {@link ReconcileOptions.watches}). */
 export interface WatchesEntry {

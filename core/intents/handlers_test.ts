@@ -1,5 +1,5 @@
 // Tests of handler records: defaultHandlerId() and the records that the registration API
-// (core/api/on.ts) builds and validates. Kept here, beside handlers.ts, as the records are defined
+// (core/api/on.ts and its _on_*.ts) builds and validates. Kept here, beside handlers.ts, as the records are defined
 // in this layer.
 import assert from "node:assert/strict";
 import { index } from "../api/indexing.ts";

@@ -1,0 +1,114 @@
+/**
+ * Registration of admission handlers (`on.validate`, `on.mutate`), served by the operator's
+ * webhook server.
+ * @module
+ */
+
+import type { AdmissionContext } from "../intents/contexts.ts";
+import {
+  type HandlerFn,
+  handlerId,
+  type WebhookHandler,
+  type WebhookKind,
+} from "../intents/handlers.ts";
+import { getDefaultRegistry } from "../intents/registries.ts";
+import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
+import { type Operation, OPERATIONS } from "../structs/admission.ts";
+import {
+  type Default,
+  type HandlerOptions,
+  optionalField,
+  splitArgs,
+  validateFilters,
+} from "./_on_options.ts";
+
+/** Options of admission handlers (`on.validate`, `on.mutate`); never retried. */
+export interface AdmissionOptions<C = never> extends HandlerOptions<C> {
+  /** The operations to serve: `CREATE`, `UPDATE`, `DELETE`, `CONNECT`. @default all */
+  readonly operations?: readonly Operation[];
+  /**
+   * One operation to serve.
+   * @deprecated Use `operations`.
+   */
+  readonly operation?: Operation;
+  /**
+   * The subresource to serve (`status`, `scale`, …); `"*"`: the body and every subresource.
+   * @default the main body only
+   */
+  readonly subresource?: string | null;
+  /** Keep the webhook in the managed configurations when the operator exits. @default false */
+  readonly persistent?: boolean;
+  /** The handler has side effects, which it skips when `dryrun` is true. @default false */
+  readonly sideEffects?: boolean;
+  /** Admit the request when the webhook fails or cannot be reached (`failurePolicy: Ignore`). @default false */
+  readonly ignoreFailures?: boolean;
+}
+
+/** An admission handler function. */
+export type Admitting<S, T> = (context: AdmissionContext<S, T>) => unknown;
+
+/** The signature of `on.validate` and `on.mutate`. */
+export type AdmissionRegistrar = <S = Default, T = Default>(
+  spec: ResourceSpec | TypedResource<S>,
+  optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+  maybeFn?: Admitting<S, T>,
+) => Admitting<S, T>;
+
+/** The registration function of one webhook kind. */
+export function admissionRegistrar(kind: WebhookKind): AdmissionRegistrar {
+  return <S, T>(
+    spec: ResourceSpec | TypedResource<S>,
+    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
+    maybeFn?: Admitting<S, T>,
+  ): Admitting<S, T> => {
+    const [options, fn] = splitArgs<Admitting<S, T>, AdmissionOptions<AdmissionContext<S, T>>>(
+      optionsOrFn,
+      maybeFn,
+    );
+    registerWebhook(kind, spec, options as AdmissionOptions<unknown>, fn as HandlerFn<never>);
+    return fn;
+  };
+}
+
+function registerWebhook(
+  kind: WebhookKind,
+  spec: ResourceSpec,
+  options: AdmissionOptions<unknown>,
+  fn: HandlerFn<never>,
+): void {
+  validateFilters(options);
+  for (const key of ["errors", "timeout", "retries", "backoff"]) {
+    if ((options as Record<string, unknown>)[key] !== undefined) {
+      throw new TypeError(`Admission handlers are never retried: '${key}' is not accepted`);
+    }
+  }
+  if (options.operation !== undefined && options.operations !== undefined) {
+    throw new TypeError("Give either `operations` or the deprecated `operation`, not both");
+  }
+  const operations = options.operation !== undefined ? [options.operation] : options.operations;
+  for (const operation of operations ?? []) {
+    if (!OPERATIONS.includes(operation)) {
+      throw new TypeError(`Unknown operation '${operation}'; use ${OPERATIONS.join(", ")}`);
+    }
+  }
+  const field = optionalField(options);
+  const handler: WebhookHandler = {
+    kind: "webhook",
+    webhook: kind,
+    id: handlerId(options.id, fn, field),
+    fn,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as WebhookHandler["when"],
+    field,
+    value: options.value,
+    operations: operations?.length ? [...operations] : undefined,
+    subresource: options.subresource ?? undefined,
+    persistent: Boolean(options.persistent),
+    sideEffects: Boolean(options.sideEffects),
+    ignoreFailures: Boolean(options.ignoreFailures),
+  };
+  (options.registry ?? getDefaultRegistry()).registerWebhook(parseSelector(spec), handler);
+}

@@ -1,0 +1,104 @@
+/**
+ * Registration of watch-driven resource handlers: the changing ones (`on.create`, `on.update`,
+ * `on.delete`, `on.resume`, `on.field`) and the event-watching one (`on.event`).
+ * @module
+ */
+
+import type { EventContext, FieldContext } from "../intents/contexts.ts";
+import {
+  type ChangingHandler,
+  type HandlerFn,
+  handlerId,
+  type Reason,
+  type WatchingHandler,
+} from "../intents/handlers.ts";
+import { getDefaultRegistry } from "../intents/registries.ts";
+import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
+import {
+  type Default,
+  type DeleteOptions,
+  type Eventing,
+  type FieldChanging,
+  type FieldOptions,
+  type HandlerOptions,
+  optionalField,
+  type ResumeOptions,
+  splitArgs,
+  type UpdateOptions,
+  validateFilters,
+} from "./_on_options.ts";
+
+/** Registers a changing handler; without a reason, it is a field handler (`on.field`). */
+export function registerChanging(
+  spec: ResourceSpec,
+  reason: Reason | undefined,
+  options: UpdateOptions<unknown> & DeleteOptions<unknown> & ResumeOptions<unknown>,
+  fn: HandlerFn<never>,
+): void {
+  validateFilters(options);
+  const field = optionalField(options);
+  const handler: ChangingHandler = {
+    kind: "changing",
+    id: handlerId(options.id, fn, field),
+    fn,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as ChangingHandler["when"],
+    field,
+    value: options.value,
+    old: options.old,
+    new: options.new,
+    errors: options.errors,
+    timeout: options.timeout,
+    retries: options.retries,
+    backoff: options.backoff,
+    reason,
+    fieldMustChange: reason === undefined || (reason === "update" && field !== undefined),
+    optional: options.optional,
+    deleted: options.deleted,
+    requiresFinalizer: reason === "delete" && !options.optional,
+  };
+  (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+}
+
+/** `on.field`: a changing handler of no particular reason, run when its field changes. */
+export function registerField<S = Default, T = Default>(
+  spec: ResourceSpec | TypedResource<S>,
+  options: FieldOptions<FieldContext<S, T>>,
+  fn: FieldChanging<S, T>,
+): FieldChanging<S, T> {
+  if (options.field === undefined || options.field === null) {
+    throw new TypeError("on.field() needs a field");
+  }
+  registerChanging(spec, undefined, options as FieldOptions<unknown>, fn as HandlerFn<never>);
+  return fn;
+}
+
+/** `on.event`: runs for every raw watch event; errors are logged and ignored. */
+export function registerEvent<S = Default, T = Default>(
+  spec: ResourceSpec | TypedResource<S>,
+  optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
+  maybeFn?: Eventing<S, T>,
+): Eventing<S, T> {
+  const [options, fn] = splitArgs<Eventing<S, T>, HandlerOptions<EventContext<S, T>>>(
+    optionsOrFn,
+    maybeFn,
+  );
+  validateFilters(options as HandlerOptions<unknown>);
+  const field = optionalField(options as HandlerOptions<unknown>);
+  const handler: WatchingHandler = {
+    kind: "watching",
+    id: handlerId(options.id, fn as HandlerFn<never>, field),
+    fn: fn as HandlerFn<never>,
+    param: options.param,
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when as WatchingHandler["when"],
+    field,
+    value: options.value,
+  };
+  (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
+  return fn;
+}
