@@ -18,275 +18,33 @@
  * object (a fresh name), a filled one a patch of `spec.value` (90%) or a deletion (10%). A
  * change waits for its handler run before its object changes again, so every change maps to
  * exactly one expected run. It is a measurement, not a test: nothing here asserts a timing.
+ *
+ * The parts: bench/lib/soak_ledger.ts (changes and handler runs, matched),
+ * bench/lib/soak_phases.ts (sampling, churn, drain, end state), bench/lib/soak_report.ts (the
+ * summary, the results file and its chart).
  * @module
  */
 import { parseArgs } from "node:util";
 import { ControlPlane, createTestNamespace } from "../testing/control_plane.ts";
 import { AUDIT_POLICY, AuditLog } from "./lib/audit.ts";
-import { lineChart, type Row, toSvg } from "./lib/charts.ts";
-import { Api, type BenchObject } from "./lib/kube.ts";
-import {
-  cpuSeconds,
-  findProcesses,
-  loadAverage,
-  machineBusySeconds,
-  memoryMiB,
-  processTree,
-} from "./lib/procs.ts";
 import { CRD_VARIANTS } from "./lib/config.ts";
+import { Api } from "./lib/kube.ts";
+import { findProcesses } from "./lib/procs.ts";
 import { applyCrd, waitForCrd } from "./lib/setup.ts";
+import { Ledger } from "./lib/soak_ledger.ts";
+import { churn, commandOutput, drain, endState, log, Sampler } from "./lib/soak_phases.ts";
+import {
+  soakChartSvg,
+  type SoakResults,
+  soakResults,
+  writeSoakResults,
+} from "./lib/soak_report.ts";
+
+export { soakChartSvg };
+export type { SoakResults, SoakSample } from "./lib/soak_report.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const SAMPLE_MS = 10_000;
-const OPERATOR_AGENT = "kopf-ts";
-
-/** One sample, every 10 s. */
-export interface SoakSample {
-  /** Seconds since the operator started. */
-  readonly t: number;
-  /** The operator's resident memory (its process tree), MiB. */
-  readonly rssMiB: number;
-  /** The operator's CPU use since the last sample, % of one core. */
-  readonly cpuPct: number;
-  /** The machine's CPU use since the last sample, % of all cores. */
-  readonly machinePct: number;
-  /** 1-minute load average. */
-  readonly load1: number;
-  /** Changes made so far, handler runs so far, changes not handled yet. */
-  readonly changes: number;
-  readonly runs: number;
-  readonly pending: number;
-  /** The operator's API requests in this sample's window (all, and without Events). */
-  readonly requests: number;
-  readonly requestsNoEvents: number;
-}
-
-/** The results file of one soak. */
-export interface SoakResults {
-  readonly startedAt: string;
-  readonly finishedAt: string;
-  readonly config: {
-    minutes: number;
-    objects: number;
-    rate: number;
-    warmupMinutes: number;
-  };
-  readonly machine: Record<string, string | number>;
-  readonly versions: Record<string, string>;
-  readonly samples: SoakSample[];
-  readonly summary: {
-    changes: { create: number; update: number; delete: number; total: number };
-    runs: number;
-    /** Changes that never got their handler run (after the drain). */
-    lost: number;
-    /** Extra runs of changes that were already handled. */
-    duplicated: number;
-    /** Runs that match no change the harness made. */
-    unexpected: number;
-    /** Live objects whose status does not reflect their last spec at the end. */
-    stale: number;
-    /** Objects still present with a deletionTimestamp at the end (stuck finalizers). */
-    stuck: number;
-    /** Change → handler run latency, ms: median, p95, p99, max. */
-    latencyMs: { p50: number; p95: number; p99: number; max: number };
-    rss: {
-      atWarmupMiB: number;
-      atEndMiB: number;
-      peakMiB: number;
-      /** The least-squares slope after the warm-up, over the rest of the run, in % of RSS. */
-      slopePct: number;
-    };
-    cpu: { meanPct: number; secondsTotal: number };
-    requests: { total: number; noEvents: number; perChange: number; perChangeNoEvents: number };
-    /** Ticks without a slot free of unhandled changes (the operator fell behind). */
-    skippedTicks: number;
-    load: { mean1: number; max1: number; machineMeanPct: number };
-    operatorExitMs: number;
-    operatorExitCode: number | null;
-  };
-}
-
-const log = (message: string) =>
-  console.error(`[soak ${new Date().toISOString().slice(11, 19)}] ${message}`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Change {
-  readonly kind: "create" | "update" | "delete";
-  readonly name: string;
-  readonly value: number;
-  readonly slot: number;
-  readonly at: number;
-}
-
-interface Slot {
-  name: string | undefined;
-  incarnation: number;
-  value: number;
-  pending: string | undefined;
-}
-
-/** The ledger: changes made, handler runs seen, their matching. */
-class Ledger {
-  readonly expected = new Map<string, Change>();
-  readonly runs = new Map<string, number>();
-  readonly latencies: number[] = [];
-  readonly slots: Slot[];
-  counts = { create: 0, update: 0, delete: 0 };
-  totalRuns = 0;
-  duplicated = 0;
-  unexpected = 0;
-  #offset = 0;
-  #rest = "";
-  #polling: Promise<void> = Promise.resolve();
-  readonly #path: string;
-
-  constructor(path: string, objects: number) {
-    this.#path = path;
-    this.slots = Array.from({ length: objects }, () => ({
-      name: undefined,
-      incarnation: 0,
-      value: 0,
-      pending: undefined,
-    }));
-  }
-
-  get pending(): number {
-    return this.slots.filter((s) => s.pending).length;
-  }
-
-  get changes(): number {
-    return this.counts.create + this.counts.update + this.counts.delete;
-  }
-
-  expect(change: Change): void {
-    const key = `${change.kind} ${change.name} ${change.value}`;
-    this.expected.set(key, change);
-    this.slots[change.slot]!.pending = key;
-    this.counts[change.kind]++;
-  }
-
-  /** Reads the runs appended to the run log since the last call (one reader at a time). */
-  poll(): Promise<void> {
-    this.#polling = this.#polling.then(() => this.#read());
-    return this.#polling;
-  }
-
-  async #read(): Promise<void> {
-    let file: Deno.FsFile;
-    try {
-      file = await Deno.open(this.#path, { read: true });
-    } catch {
-      return;
-    }
-    try {
-      await file.seek(this.#offset, Deno.SeekMode.Start);
-      const buffer = new Uint8Array(1 << 16);
-      for (;;) {
-        const n = await file.read(buffer);
-        if (n === null || n === 0) break;
-        this.#offset += n;
-        this.#rest += new TextDecoder().decode(buffer.subarray(0, n));
-        const lines = this.#rest.split("\n");
-        this.#rest = lines.pop() ?? "";
-        for (const line of lines) if (line) this.#run(line);
-      }
-    } finally {
-      file.close();
-    }
-  }
-
-  #run(line: string): void {
-    const [kind, name, value, ms] = line.split(" ");
-    const key = `${kind} ${name} ${value}`;
-    this.totalRuns++;
-    const count = (this.runs.get(key) ?? 0) + 1;
-    this.runs.set(key, count);
-    const change = this.expected.get(key);
-    if (!change) {
-      this.unexpected++;
-      log(`unexpected run: ${line}`);
-      return;
-    }
-    if (count > 1) {
-      this.duplicated++;
-      log(`duplicated run: ${line}`);
-      return;
-    }
-    this.latencies.push(Number(ms) - change.at);
-    const slot = this.slots[change.slot]!;
-    if (slot.pending === key) slot.pending = undefined;
-  }
-
-  get lost(): number {
-    let lost = 0;
-    for (const key of this.expected.keys()) if (!this.runs.has(key)) lost++;
-    return lost;
-  }
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-/** Least-squares slope of y over x. */
-function slope(points: ReadonlyArray<readonly [number, number]>): number {
-  const n = points.length;
-  if (n < 2) return 0;
-  const mx = points.reduce((s, [x]) => s + x, 0) / n;
-  const my = points.reduce((s, [, y]) => s + y, 0) / n;
-  let num = 0, den = 0;
-  for (const [x, y] of points) {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  }
-  return den === 0 ? 0 : num / den;
-}
-
-async function commandOutput(cmd: string[]): Promise<string> {
-  try {
-    const output = await new Deno.Command(cmd[0]!, {
-      args: cmd.slice(1),
-      stdout: "piped",
-      stderr: "null",
-      signal: AbortSignal.timeout(30_000),
-    }).output();
-    return new TextDecoder().decode(output.stdout).trim();
-  } catch {
-    return "unknown";
-  }
-}
-
-/** Renders the chart of a soak's results (RSS, CPU, requests over time; bench/lib/charts.ts). */
-export async function soakChartSvg(results: SoakResults): Promise<string> {
-  const minutes = (s: SoakSample) => Math.round((s.t / 60) * 100) / 100;
-  const samples = results.samples;
-  const rows: Row[] = [];
-  const add = (panel: string, series: string, values: Array<[number, number]>) => {
-    for (const [x, y] of values) rows.push({ panel, series, minutes: x, value: y });
-  };
-  add("RSS (MiB)", "operator RSS", samples.map((s) => [minutes(s), s.rssMiB]));
-  add("CPU (%)", "operator, % of a core", samples.map((s) => [minutes(s), s.cpuPct]));
-  add("CPU (%)", "machine, % of all cores", samples.map((s) => [minutes(s), s.machinePct]));
-  add("requests / 10 s", "operator requests", samples.map((s) => [minutes(s), s.requests]));
-  add(
-    "requests / 10 s",
-    "changes",
-    samples.map((s, i) => [minutes(s), s.changes - (samples[i - 1]?.changes ?? 0)]),
-  );
-  return await toSvg(lineChart({
-    values: rows,
-    x: "minutes",
-    y: "value",
-    color: "series",
-    column: "panel",
-    title: `Soak: ${results.config.minutes} min, ${results.config.objects} objects, ` +
-      `${results.config.rate} changes/s (${results.startedAt.slice(0, 10)}); warm-up ` +
-      `${results.config.warmupMinutes} min`,
-    xTitle: "minutes",
-    yTitle: "",
-  }));
-}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -382,7 +140,7 @@ async function main(): Promise<number> {
     const versionInfo = (await api.request("GET", "/version")).body as { gitVersion?: string };
 
     const runlog = `${work}/runs.log`;
-    const ledger = new Ledger(runlog, objects);
+    const ledger = new Ledger(runlog, objects, log);
     log(`starting the operator in namespace ${ns}`);
     operator = new Deno.Command("/bin/sh", {
       args: [
@@ -403,128 +161,17 @@ async function main(): Promise<number> {
     const operatorPid = operator.pid;
     const t0 = Date.now();
 
-    // Sampling, every 10 s.
-    const samples: SoakSample[] = [];
-    let lastCpu = 0, lastBusy = machineBusySeconds(), lastAt = t0;
-    let requestsTotal = 0, requestsNoEvents = 0;
-    const sample = async () => {
-      await ledger.poll();
-      await audit.poll();
-      let requests = 0, noEvents = 0;
-      for (const record of audit.records) {
-        if (!record.userAgent.startsWith(OPERATOR_AGENT)) continue;
-        requests++;
-        if (record.resource !== "events") noEvents++;
-      }
-      audit.records.length = 0; // counted: keep the memory of a long run flat
-      requestsTotal += requests;
-      requestsNoEvents += noEvents;
-      const pids = processTree(operatorPid);
-      const now = Date.now(), cpu = cpuSeconds(pids), busy = machineBusySeconds();
-      const wall = (now - lastAt) / 1000;
-      samples.push({
-        t: Math.round((now - t0) / 100) / 10,
-        rssMiB: Math.round(memoryMiB(pids, "VmRSS") * 10) / 10,
-        cpuPct: Math.round(((cpu - lastCpu) / wall) * 1000) / 10,
-        machinePct: Math.round(((busy - lastBusy) / wall / navigator.hardwareConcurrency) * 1000) /
-          10,
-        load1: loadAverage(),
-        changes: ledger.changes,
-        runs: ledger.totalRuns,
-        pending: ledger.pending,
-        requests,
-        requestsNoEvents: noEvents,
-      });
-      lastCpu = cpu;
-      lastBusy = busy;
-      lastAt = now;
-    };
-    const sampler = setInterval(
-      () => void sample().catch((e) => log(`sample failed: ${e}`)),
-      SAMPLE_MS,
-    );
-
-    // The churn.
-    let incarnations = 0, skippedTicks = 0, failures = 0;
-    const change = async (index: number) => {
-      const slot = ledger.slots[index]!;
-      const at = Date.now();
-      try {
-        if (slot.name === undefined) {
-          slot.name = `o${index}-${++incarnations}`;
-          slot.value = 0;
-          ledger.expect({ kind: "create", name: slot.name, value: 0, slot: index, at });
-          await api.create(ns, slot.name);
-        } else if (Math.random() < 0.1) {
-          const name = slot.name;
-          ledger.expect({ kind: "delete", name, value: slot.value, slot: index, at });
-          slot.name = undefined;
-          await api.delete(ns, name);
-        } else {
-          slot.value++;
-          ledger.expect({ kind: "update", name: slot.name, value: slot.value, slot: index, at });
-          await api.setValue(ns, slot.name, slot.value);
-        }
-      } catch (error) {
-        failures++;
-        log(`change failed (the harness's request, not the operator): ${error}`);
-      }
-    };
-    const deadline = t0 + minutes * 60_000;
-    const tickMs = 1000 / rate;
-    let nextTick = Date.now(), lastReport = t0;
-    while (Date.now() < deadline) {
-      await ledger.poll();
-      const free = ledger.slots.flatMap((s, i) => (s.pending ? [] : [i]));
-      // Fill every slot first (as fast as the rate allows), then churn at random.
-      const empty = free.filter((i) =>
-        ledger.slots[i]!.name === undefined && ledger.slots[i]!.incarnation === 0
-      );
-      if (free.length === 0) {
-        skippedTicks++;
-      } else {
-        const index = empty[0] ?? free[Math.floor(Math.random() * free.length)]!;
-        ledger.slots[index]!.incarnation++;
-        await change(index);
-      }
-      if (Date.now() - lastReport >= 60_000) {
-        lastReport = Date.now();
-        const last = samples.at(-1);
-        log(
-          `${Math.round((Date.now() - t0) / 60_000)} min: ${ledger.changes} changes, ` +
-            `${ledger.totalRuns} runs, ${ledger.pending} pending, RSS ${last?.rssMiB} MiB, ` +
-            `CPU ${last?.cpuPct}%, load ${loadAverage()}`,
-        );
-      }
-      nextTick += empty.length > 1 ? tickMs / 5 : tickMs; // fill at 5× the rate
-      await sleep(Math.max(0, nextTick - Date.now()));
-    }
-
-    log(`churn done: ${ledger.changes} changes; waiting for the last ones to be handled`);
-    const drainUntil = Date.now() + 120_000;
-    while (ledger.pending > 0 && Date.now() < drainUntil) {
-      await sleep(250);
-      await ledger.poll();
-    }
-    await sleep(10_000); // late duplicates would show up here
-    clearInterval(sampler);
-    await sample();
-
-    // The end state as the API server holds it.
-    const listed = await api.request("GET", api.path(ns));
-    const items = (listed.body as { items?: BenchObject[] }).items ?? [];
-    let stale = 0, stuck = 0;
-    for (const item of items) {
-      if (item.metadata.deletionTimestamp) {
-        stuck++;
-        continue;
-      }
-      const status = item.status as
-        | { update_fn?: { value?: unknown }; create_fn?: { value?: unknown } }
-        | undefined;
-      const handled = status?.update_fn?.value ?? status?.create_fn?.value;
-      if (handled !== item.spec?.["value"]) stale++;
-    }
+    const sampler = new Sampler(ledger, audit, operatorPid, t0);
+    sampler.start(SAMPLE_MS);
+    const { skippedTicks, failures } = await churn(api, ns, ledger, sampler.samples, {
+      t0,
+      minutes,
+      rate,
+    });
+    await drain(ledger);
+    sampler.stop();
+    await sampler.sample();
+    const { stale, stuck } = await endState(api, ns);
 
     log("stopping the operator (SIGTERM)");
     const stopAt = Date.now();
@@ -535,20 +182,10 @@ async function main(): Promise<number> {
     const operatorExitMs = Date.now() - stopAt;
     operator = undefined;
 
-    const latencies = [...ledger.latencies].sort((a, b) => a - b);
-    const warm = samples.filter((s) => s.t >= warmupMinutes * 60);
-    const rssSlope = slope(warm.map((s) => [s.t, s.rssMiB] as const));
-    const atWarmup = warm[0]?.rssMiB ?? NaN;
-    const span = (warm.at(-1)?.t ?? 0) - (warm[0]?.t ?? 0);
-    const fittedStart = warm.length
-      ? warm.reduce((s, x) => s + x.rssMiB, 0) / warm.length -
-        rssSlope * (warm.reduce((s, x) => s + x.t, 0) / warm.length - (warm[0]?.t ?? 0))
-      : NaN;
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-    const busySamples = samples.slice(1);
-    const results: SoakResults = {
-      startedAt: started.toISOString(),
-      finishedAt: new Date().toISOString(),
+    const finishedAt = new Date().toISOString();
+    const results = soakResults({
+      started,
+      finishedAt,
       config: { minutes, objects, rate, warmupMinutes },
       machine: {
         nproc: navigator.hardwareConcurrency,
@@ -561,52 +198,18 @@ async function main(): Promise<number> {
         kubernetes: versionInfo.gitVersion ?? "unknown",
         commit: await commandOutput(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]),
       },
-      samples,
-      summary: {
-        changes: { ...ledger.counts, total: ledger.changes },
-        runs: ledger.totalRuns,
-        lost: ledger.lost,
-        duplicated: ledger.duplicated,
-        unexpected: ledger.unexpected,
-        stale,
-        stuck,
-        latencyMs: {
-          p50: percentile(latencies, 50),
-          p95: percentile(latencies, 95),
-          p99: percentile(latencies, 99),
-          max: latencies.at(-1) ?? NaN,
-        },
-        rss: {
-          atWarmupMiB: atWarmup,
-          atEndMiB: samples.at(-1)?.rssMiB ?? NaN,
-          peakMiB: Math.max(...samples.map((s) => s.rssMiB)),
-          slopePct: Math.round(((rssSlope * span) / fittedStart) * 1000) / 10,
-        },
-        cpu: {
-          meanPct: Math.round(mean(busySamples.map((s) => s.cpuPct)) * 10) / 10,
-          secondsTotal: Math.round(lastCpu * 10) / 10,
-        },
-        requests: {
-          total: requestsTotal,
-          noEvents: requestsNoEvents,
-          perChange: Math.round((requestsTotal / Math.max(1, ledger.changes)) * 100) / 100,
-          perChangeNoEvents: Math.round((requestsNoEvents / Math.max(1, ledger.changes)) * 100) /
-            100,
-        },
-        skippedTicks,
-        load: {
-          mean1: Math.round(mean(samples.map((s) => s.load1)) * 100) / 100,
-          max1: Math.max(...samples.map((s) => s.load1)),
-          machineMeanPct: Math.round(mean(busySamples.map((s) => s.machinePct)) * 10) / 10,
-        },
-        operatorExitMs,
-        operatorExitCode: status.code,
-      },
-    };
-    await Deno.mkdir(outPath.replace(/\/[^/]*$/, ""), { recursive: true });
-    await Deno.writeTextFile(outPath, JSON.stringify(results, null, 2) + "\n");
-    const svgPath = outPath.replace(/\.json$/, "") + ".svg";
-    await Deno.writeTextFile(svgPath, await soakChartSvg(results));
+      samples: sampler.samples,
+      ledger,
+      stale,
+      stuck,
+      skippedTicks,
+      cpuSecondsTotal: sampler.cpuSeconds,
+      requestsTotal: sampler.requestsTotal,
+      requestsNoEvents: sampler.requestsNoEvents,
+      operatorExitMs,
+      operatorExitCode: status.code,
+    });
+    const svgPath = await writeSoakResults(outPath, results);
     console.log(JSON.stringify(results.summary, null, 2));
     log(`results: ${outPath}, chart: ${svgPath}`);
     if (results.summary.lost || results.summary.duplicated || results.summary.unexpected) {

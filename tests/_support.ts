@@ -141,6 +141,30 @@ export async function applyCrdObjects(client: KubeClient, crds: KubeObject[]): P
   }
 }
 
+/** A temporary directory, removed with its contents on disposal. */
+export interface TempDir extends AsyncDisposable {
+  /** The directory's path. */
+  readonly path: string;
+}
+
+/**
+ * A fresh temporary directory for one test, removed with everything in it when disposed:
+ * `await using dir = await tempDir("kopf-");` then `dir.path`. The removal is best-effort (a
+ * process that still writes there must not turn a passing test into a failing one, nor hide
+ * a failing test's own error).
+ * @param prefix The directory name's prefix.
+ * @returns The directory.
+ */
+export async function tempDir(prefix?: string): Promise<TempDir> {
+  const path = await Deno.makeTempDir(prefix === undefined ? {} : { prefix });
+  return {
+    path,
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(path, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
 /**
  * A TCP proxy on 127.0.0.1 that can stop forwarding without closing connections, to simulate
  * a half-dead network path (the classic silent watch stall).

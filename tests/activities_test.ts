@@ -16,7 +16,7 @@ import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { CONFIGMAPS, eventually, kubeconfigPath, testNamespace } from "./_support.ts";
+import { CONFIGMAPS, eventually, kubeconfigPath, tempDir, testNamespace } from "./_support.ts";
 import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -351,52 +351,48 @@ Deno.test(
   opts,
   async () => {
     const plane = await sharedControlPlane();
-    const dir = await Deno.makeTempDir();
-    await Deno.writeTextFile(`${dir}/ca.crt`, plane.caPem);
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/ca.crt`, plane.caPem);
     const forms: Record<string, () => unknown> = {
       // The plain object, as a Kopf user would write ConnectionInfo(server=…, ca_data=…, token=…).
       token: () => ({ server: plane.server, caData: btoa(plane.caPem), token: plane.adminToken }),
       certificate: () =>
         connectionInfo({
           server: plane.server,
-          caPath: `${dir}/ca.crt`,
+          caPath: `${dir.path}/ca.crt`,
           certificateData: btoa(plane.adminCertPem),
           privateKeyData: plane.adminKeyPem,
         }),
     };
-    try {
-      for (const [form, login] of Object.entries(forms)) {
-        const namespace = await testNamespace(`flat-${form}`);
-        const registry = new OperatorRegistry();
-        const seen: string[] = [];
-        on.login({ registry }, function flat() {
-          return login();
-        });
-        on.event("configmaps", { registry }, function spy({ name }) {
-          if (name) seen.push(name);
-        });
-        const controller = new AbortController();
-        let ready = false;
-        const running = operator({
-          registry,
-          namespaces: [namespace],
-          standalone: true,
-          settings: createSettings(),
-          signal: controller.signal,
-          onReady: () => (ready = true),
-        });
-        try {
-          await eventually(() => ready, 15_000, `the operator (${form}) to be ready`);
-          using client = new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
-          await client.api.create(CONFIGMAPS, { metadata: { name: "seen" } }, { namespace });
-          await eventually(() => seen.includes("seen"), 15_000, `the operator (${form}) sees it`);
-        } finally {
-          controller.abort();
-          await running;
-        }
+    for (const [form, login] of Object.entries(forms)) {
+      const namespace = await testNamespace(`flat-${form}`);
+      const registry = new OperatorRegistry();
+      const seen: string[] = [];
+      on.login({ registry }, function flat() {
+        return login();
+      });
+      on.event("configmaps", { registry }, function spy({ name }) {
+        if (name) seen.push(name);
+      });
+      const controller = new AbortController();
+      let ready = false;
+      const running = operator({
+        registry,
+        namespaces: [namespace],
+        standalone: true,
+        settings: createSettings(),
+        signal: controller.signal,
+        onReady: () => (ready = true),
+      });
+      try {
+        await eventually(() => ready, 15_000, `the operator (${form}) to be ready`);
+        using client = new KubeClient(await loadKubeconfig({ paths: [plane.kubeconfigPath] }));
+        await client.api.create(CONFIGMAPS, { metadata: { name: "seen" } }, { namespace });
+        await eventually(() => seen.includes("seen"), 15_000, `the operator (${form}) sees it`);
+      } finally {
+        controller.abort();
+        await running;
       }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
     }
   },
 );

@@ -20,6 +20,7 @@ import {
   kubeconfigWith,
   NAMESPACES,
   SERVICEACCOUNTS,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -51,51 +52,47 @@ for (
     opts,
     async () => {
       const plane = await sharedControlPlane();
-      const dir = await Deno.makeTempDir();
-      try {
-        const plugin = await writePlugin(dir);
-        const env = (extra: Record<string, string>) =>
-          Object.entries({
-            COUNT_FILE: `${dir}/count`,
-            GOOD_TOKEN: plane.adminToken,
-            API_VERSION: apiVersion,
-            ...extra,
-          })
-            .map(([name, value]) => ({ name, value }));
-        const exec = {
-          apiVersion,
-          command: plugin,
-          env: env({ BAD_CALLS: "1" }),
-          interactiveMode: "Never",
-        };
-        const path = await kubeconfigWith(dir, { exec });
-        using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
-        const list = await client.api.list(CONFIGMAPS, { namespace: "default" });
-        assert.ok(Array.isArray(list.items));
-        assert.equal(
-          await Deno.readTextFile(`${dir}/count`),
-          "2\n",
-          "first token rejected (401), plugin re-executed once",
-        );
-        assert.equal(client.counters.count({ code: 401 }), 1);
+      await using dir = await tempDir();
+      const plugin = await writePlugin(dir.path);
+      const env = (extra: Record<string, string>) =>
+        Object.entries({
+          COUNT_FILE: `${dir.path}/count`,
+          GOOD_TOKEN: plane.adminToken,
+          API_VERSION: apiVersion,
+          ...extra,
+        })
+          .map(([name, value]) => ({ name, value }));
+      const exec = {
+        apiVersion,
+        command: plugin,
+        env: env({ BAD_CALLS: "1" }),
+        interactiveMode: "Never",
+      };
+      const path = await kubeconfigWith(dir.path, { exec });
+      using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
+      const list = await client.api.list(CONFIGMAPS, { namespace: "default" });
+      assert.ok(Array.isArray(list.items));
+      assert.equal(
+        await Deno.readTextFile(`${dir.path}/count`),
+        "2\n",
+        "first token rejected (401), plugin re-executed once",
+      );
+      assert.equal(client.counters.count({ code: 401 }), 1);
 
-        // An expiring credential is renewed before use, without a 401.
-        await Deno.remove(`${dir}/count`);
-        const path2 = await kubeconfigWith(dir, {
-          exec: { ...exec, env: env({ EXPIRES_IN: "-10" }) },
-        });
-        using client2 = new KubeClient(await loadKubeconfig({ paths: [path2] }));
-        await client2.api.list(CONFIGMAPS, { namespace: "default" });
-        await client2.api.list(CONFIGMAPS, { namespace: "default" });
-        assert.equal(
-          await Deno.readTextFile(`${dir}/count`),
-          "2\n",
-          "expired credential re-executed for the 2nd call",
-        );
-        assert.equal(client2.counters.count({ code: 401 }), 0);
-      } finally {
-        await Deno.remove(dir, { recursive: true });
-      }
+      // An expiring credential is renewed before use, without a 401.
+      await Deno.remove(`${dir.path}/count`);
+      const path2 = await kubeconfigWith(dir.path, {
+        exec: { ...exec, env: env({ EXPIRES_IN: "-10" }) },
+      });
+      using client2 = new KubeClient(await loadKubeconfig({ paths: [path2] }));
+      await client2.api.list(CONFIGMAPS, { namespace: "default" });
+      await client2.api.list(CONFIGMAPS, { namespace: "default" });
+      assert.equal(
+        await Deno.readTextFile(`${dir.path}/count`),
+        "2\n",
+        "expired credential re-executed for the 2nd call",
+      );
+      assert.equal(client2.counters.count({ code: 401 }), 0);
     },
   );
 }
@@ -113,112 +110,100 @@ Deno.test("a request forbidden by RBAC gives a clear error and is not retried", 
       spec: { expirationSeconds: 600 },
     },
   });
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = await kubeconfigWith(dir, { token: request.status.token });
-    using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
-    const error = await client.api.list(CONFIGMAPS, { namespace: "kube-system" }).catch((e) => e);
-    assert.ok(error instanceof ApiError);
-    assert.equal(error.code, 403);
-    assert.equal(error.reason, "Forbidden");
-    assert.match(
-      error.message,
-      new RegExp(
-        `^Forbidden \\(403\\): configmaps is forbidden: User "system:serviceaccount:${namespace}:limited" ` +
-          `cannot list resource "configmaps" in API group "" in the namespace "kube-system" \\[GET /api/v1/namespaces/kube-system/configmaps`,
-      ),
-    );
-    assert.equal(client.counters.count({ code: 403 }), 1, "4xx is never retried");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using dir = await tempDir();
+  const path = await kubeconfigWith(dir.path, { token: request.status.token });
+  using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
+  const error = await client.api.list(CONFIGMAPS, { namespace: "kube-system" }).catch((e) => e);
+  assert.ok(error instanceof ApiError);
+  assert.equal(error.code, 403);
+  assert.equal(error.reason, "Forbidden");
+  assert.match(
+    error.message,
+    new RegExp(
+      `^Forbidden \\(403\\): configmaps is forbidden: User "system:serviceaccount:${namespace}:limited" ` +
+        `cannot list resource "configmaps" in API group "" in the namespace "kube-system" \\[GET /api/v1/namespaces/kube-system/configmaps`,
+    ),
+  );
+  assert.equal(client.counters.count({ code: 403 }), 1, "4xx is never retried");
 });
 
 Deno.test("client certificates authenticate (mutual TLS)", opts, async () => {
   const plane = await sharedControlPlane();
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = await kubeconfigWith(dir, {
-      "client-certificate-data": btoa(plane.adminCertPem),
-      "client-key-data": btoa(plane.adminKeyPem),
-    });
-    using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
-    const ns = await client.api.get({
-      group: "",
-      version: "v1",
-      plural: "namespaces",
-      namespaced: false,
-    }, "default");
-    assert.equal(ns.metadata?.name, "default");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using dir = await tempDir();
+  const path = await kubeconfigWith(dir.path, {
+    "client-certificate-data": btoa(plane.adminCertPem),
+    "client-key-data": btoa(plane.adminKeyPem),
+  });
+  using client = new KubeClient(await loadKubeconfig({ paths: [path] }));
+  const ns = await client.api.get({
+    group: "",
+    version: "v1",
+    plural: "namespaces",
+    namespaced: false,
+  }, "default");
+  assert.equal(ns.metadata?.name, "default");
 });
 
 Deno.test("bad configuration: one clear error line each", opts, async () => {
   const plane = await sharedControlPlane();
-  const dir = await Deno.makeTempDir();
+  await using dir = await tempDir();
   const oneLine = (error: unknown) => {
     assert.ok(error instanceof Error);
     assert.equal(error.message.includes("\n"), false, `multi-line: ${error.message}`);
     return error.message;
   };
-  try {
-    // Missing kubeconfig.
-    const missing = await KubeClient.connect({ kubeconfig: `${dir}/nope` }).catch((e) => e);
-    assert.match(oneLine(missing), /nope/);
-    assert.equal(missing.name, "ConfigError");
+  // Missing kubeconfig.
+  const missing = await KubeClient.connect({ kubeconfig: `${dir.path}/nope` }).catch((e) => e);
+  assert.match(oneLine(missing), /nope/);
+  assert.equal(missing.name, "ConfigError");
 
-    // Broken kubeconfig (not YAML).
-    await Deno.writeTextFile(`${dir}/broken`, "clusters: [\n  - {name: c, cluster: {server: ");
-    const broken = await KubeClient.connect({ kubeconfig: `${dir}/broken` }).catch((e) => e);
-    assert.match(oneLine(broken), /broken/);
-    assert.equal(broken.name, "ConfigError");
+  // Broken kubeconfig (not YAML).
+  await Deno.writeTextFile(`${dir.path}/broken`, "clusters: [\n  - {name: c, cluster: {server: ");
+  const broken = await KubeClient.connect({ kubeconfig: `${dir.path}/broken` }).catch((e) => e);
+  assert.match(oneLine(broken), /broken/);
+  assert.equal(broken.name, "ConfigError");
 
-    // Unreachable server.
-    const unreachable = await kubeconfigWith(
-      dir,
-      { token: plane.adminToken },
-      "https://127.0.0.1:1",
-    );
-    using c1 = new KubeClient(await loadKubeconfig({ paths: [unreachable] }), {
-      retries: 1,
-      backoff: { initialMs: 10 },
-    });
-    const refused = await c1.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
-    assert.ok(refused instanceof TransportError);
-    assert.equal(refused.kind, "network");
-    assert.match(oneLine(refused), /^Cannot reach the API server at https:\/\/127\.0\.0\.1:1: /);
-    assert.equal(c1.counters.count({ code: 0 }), 2, "network errors are retried (here once)");
+  // Unreachable server.
+  const unreachable = await kubeconfigWith(
+    dir.path,
+    { token: plane.adminToken },
+    "https://127.0.0.1:1",
+  );
+  using c1 = new KubeClient(await loadKubeconfig({ paths: [unreachable] }), {
+    retries: 1,
+    backoff: { initialMs: 10 },
+  });
+  const refused = await c1.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
+  assert.ok(refused instanceof TransportError);
+  assert.equal(refused.kind, "network");
+  assert.match(oneLine(refused), /^Cannot reach the API server at https:\/\/127\.0\.0\.1:1: /);
+  assert.equal(c1.counters.count({ code: 0 }), 2, "network errors are retried (here once)");
 
-    // Wrong CA.
-    const otherCa = await createCertificateAuthority();
-    const wrongCa = await kubeconfigWith(
-      dir,
-      { token: plane.adminToken },
-      undefined,
-      otherCa.certPem,
-    );
-    using c2 = new KubeClient(await loadKubeconfig({ paths: [wrongCa] }));
-    const untrusted = await c2.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
-    assert.ok(untrusted instanceof TransportError);
-    assert.equal(untrusted.kind, "tls");
-    assert.match(
-      oneLine(untrusted),
-      /^Cannot verify the TLS certificate of https:\/\/127\.0\.0\.1:\d+: .*check the CA in/,
-    );
-    assert.equal(c2.counters.count({ code: 0 }), 1, "TLS trust failures are not retried");
+  // Wrong CA.
+  const otherCa = await createCertificateAuthority();
+  const wrongCa = await kubeconfigWith(
+    dir.path,
+    { token: plane.adminToken },
+    undefined,
+    otherCa.certPem,
+  );
+  using c2 = new KubeClient(await loadKubeconfig({ paths: [wrongCa] }));
+  const untrusted = await c2.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
+  assert.ok(untrusted instanceof TransportError);
+  assert.equal(untrusted.kind, "tls");
+  assert.match(
+    oneLine(untrusted),
+    /^Cannot verify the TLS certificate of https:\/\/127\.0\.0\.1:\d+: .*check the CA in/,
+  );
+  assert.equal(c2.counters.count({ code: 0 }), 1, "TLS trust failures are not retried");
 
-    // Wrong token.
-    const badToken = await kubeconfigWith(dir, { token: "wrong" });
-    using c3 = new KubeClient(await loadKubeconfig({ paths: [badToken] }));
-    const unauthorized = await c3.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
-    assert.ok(unauthorized instanceof ApiError);
-    assert.equal(unauthorized.code, 401);
-    assert.match(oneLine(unauthorized), /^Unauthorized \(401\)/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  // Wrong token.
+  const badToken = await kubeconfigWith(dir.path, { token: "wrong" });
+  using c3 = new KubeClient(await loadKubeconfig({ paths: [badToken] }));
+  const unauthorized = await c3.api.list(CONFIGMAPS, { namespace: "default" }).catch((e) => e);
+  assert.ok(unauthorized instanceof ApiError);
+  assert.equal(unauthorized.code, 401);
+  assert.match(oneLine(unauthorized), /^Unauthorized \(401\)/);
 });
 
 Deno.test(
@@ -228,12 +213,12 @@ Deno.test(
   async () => {
     const plane = await sharedControlPlane();
     const home = await testNamespace("home");
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
     using admin = await testClient();
     const target = `${home}-target`;
     try {
       // The kubeconfig context names the operator's default namespace.
-      const path = `${dir}/kubeconfig`;
+      const path = `${dir.path}/kubeconfig`;
       await Deno.writeTextFile(
         path,
         stringify({
@@ -298,7 +283,6 @@ Deno.test(
       await admin.api.delete(EVENTS_RESOURCE, posted.metadata!.name!, { namespace: "default" });
     } finally {
       await admin.api.delete(NAMESPACES, target).catch(() => {});
-      await Deno.remove(dir, { recursive: true });
     }
   },
 );

@@ -11,6 +11,7 @@ import {
   eventually,
   KOPFEXAMPLES,
   kubeconfigPath,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -32,57 +33,57 @@ async function runToExit(
 }
 
 Deno.test("startup errors are one line and exit code 1 (CLI-*)", opts, async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    await Deno.writeTextFile(`${dir}/broken.ts`, "export const x = ;\n");
-    await Deno.writeTextFile(`${dir}/throws.ts`, 'throw new Error("boom at import");\n');
-    await Deno.writeTextFile(`${dir}/ok.ts`, "export {};\n");
-    const mod = new URL("../mod.ts", import.meta.url).href;
-    await Deno.writeTextFile(
-      `${dir}/nologin.ts`,
-      `import { on } from "${mod}";\non.login(function nothing() { return null; });\n`,
-    );
-    await Deno.writeTextFile(`${dir}/kubeconfig`, "clusters: [oops\n");
-    const unreachable = `apiVersion: v1
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/broken.ts`, "export const x = ;\n");
+  await Deno.writeTextFile(`${dir.path}/throws.ts`, 'throw new Error("boom at import");\n');
+  await Deno.writeTextFile(`${dir.path}/ok.ts`, "export {};\n");
+  const mod = new URL("../mod.ts", import.meta.url).href;
+  await Deno.writeTextFile(
+    `${dir.path}/nologin.ts`,
+    `import { on } from "${mod}";\non.login(function nothing() { return null; });\n`,
+  );
+  await Deno.writeTextFile(`${dir.path}/kubeconfig`, "clusters: [oops\n");
+  const unreachable = `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `;
-    await Deno.writeTextFile(`${dir}/unreachable`, unreachable);
-    const cases: Array<[string[], Record<string, string>, RegExp]> = [
-      [[`${dir}/broken.ts`], {}, /^error: Cannot load handlers from .*broken\.ts: .*/],
-      [[`${dir}/throws.ts`], {}, /^error: Cannot load handlers from .*throws\.ts: boom at import$/],
-      [
-        [`${dir}/missing.ts`],
-        {},
-        /^error: Cannot load handlers from .*missing\.ts: No such file: /,
-      ],
-      [
-        [`${dir}/ok.ts`, "-A", "-n", "x"],
-        {},
-        /^error: --namespace and --all-namespaces are mutually exclusive$/,
-      ],
-      [[`${dir}/ok.ts`, "--log-format", "xml"], {}, /^error: Unknown log format 'xml'/],
-      [[`${dir}/ok.ts`], { KUBECONFIG: `${dir}/kubeconfig` }, /^error: .*kubeconfig/i],
-      // A LoginError (ERR-11): no login handler gives credentials.
-      [[`${dir}/nologin.ts`], {}, /^error: No login handler returned connection info/],
-      [
-        [`${dir}/ok.ts`],
-        { KUBECONFIG: `${dir}/unreachable` },
-        /^error: Cannot reach the API server at https:\/\/127\.0\.0\.1:1: /,
-      ],
-    ];
-    for (const [args, env, pattern] of cases) {
-      const { code, lines } = await runToExit([...args, "--standalone"], env);
-      assert.equal(code, 1, `${args.join(" ")}: ${lines.join("\n")}`);
-      const errors = lines.filter((l) => l.startsWith("error:"));
-      assert.equal(errors.length, 1, `one error line for ${args.join(" ")}: ${lines.join("\n")}`);
-      assert.match(errors[0]!, pattern);
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+  await Deno.writeTextFile(`${dir.path}/unreachable`, unreachable);
+  const cases: Array<[string[], Record<string, string>, RegExp]> = [
+    [[`${dir.path}/broken.ts`], {}, /^error: Cannot load handlers from .*broken\.ts: .*/],
+    [
+      [`${dir.path}/throws.ts`],
+      {},
+      /^error: Cannot load handlers from .*throws\.ts: boom at import$/,
+    ],
+    [
+      [`${dir.path}/missing.ts`],
+      {},
+      /^error: Cannot load handlers from .*missing\.ts: No such file: /,
+    ],
+    [
+      [`${dir.path}/ok.ts`, "-A", "-n", "x"],
+      {},
+      /^error: --namespace and --all-namespaces are mutually exclusive$/,
+    ],
+    [[`${dir.path}/ok.ts`, "--log-format", "xml"], {}, /^error: Unknown log format 'xml'/],
+    [[`${dir.path}/ok.ts`], { KUBECONFIG: `${dir.path}/kubeconfig` }, /^error: .*kubeconfig/i],
+    // A LoginError (ERR-11): no login handler gives credentials.
+    [[`${dir.path}/nologin.ts`], {}, /^error: No login handler returned connection info/],
+    [
+      [`${dir.path}/ok.ts`],
+      { KUBECONFIG: `${dir.path}/unreachable` },
+      /^error: Cannot reach the API server at https:\/\/127\.0\.0\.1:1: /,
+    ],
+  ];
+  for (const [args, env, pattern] of cases) {
+    const { code, lines } = await runToExit([...args, "--standalone"], env);
+    assert.equal(code, 1, `${args.join(" ")}: ${lines.join("\n")}`);
+    const errors = lines.filter((l) => l.startsWith("error:"));
+    assert.equal(errors.length, 1, `one error line for ${args.join(" ")}: ${lines.join("\n")}`);
+    assert.match(errors[0]!, pattern);
   }
 });
 
@@ -93,59 +94,55 @@ Deno.test(
     using client = await testClient();
     await applyCrds(client, "crds/example.yaml");
     const namespace = await testNamespace("cli");
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          `on.create("nosuchthings", function ghost() {});\n` +
-          `on.create("kopfexamples", function real() { return 1; });\n`,
-      );
-      await using op = await spawnOperator([
-        `${dir}/h.ts`,
-        "-n",
-        namespace,
-        "--log-format",
-        "json",
-        "--standalone",
-      ]);
-      const line = await op.waitForLine(/No resource matches/);
-      const record = JSON.parse(line);
-      assert.equal(record.severity, "error");
-      assert.match(
-        record.message,
-        /No resource matches name="nosuchthings": is its CRD installed\?/,
-      );
-      await client.api.create(KOPFEXAMPLES, {
-        apiVersion: "kopf.dev/v1",
-        kind: "KopfExample",
-        metadata: { name: "c" },
-      }, {
-        namespace,
-      });
-      await eventually(
-        async () => (await client.api.get(KOPFEXAMPLES, "c", { namespace })).status,
-        15_000,
-        "handled",
-      );
-      const handled = JSON.parse(await op.waitForLine(/Handler 'real' succeeded/));
-      assert.deepEqual(handled.object, {
-        apiVersion: "kopf.dev/v1",
-        kind: "KopfExample",
-        name: "c",
-        uid: handled.object.uid,
-        namespace,
-      });
-      assert.equal(
-        op.lines.filter((l) => l.includes("No resource matches")).length,
-        1,
-        "reported once",
-      );
-      assert.equal(await op.stop(), 0);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        `on.create("nosuchthings", function ghost() {});\n` +
+        `on.create("kopfexamples", function real() { return 1; });\n`,
+    );
+    await using op = await spawnOperator([
+      `${dir.path}/h.ts`,
+      "-n",
+      namespace,
+      "--log-format",
+      "json",
+      "--standalone",
+    ]);
+    const line = await op.waitForLine(/No resource matches/);
+    const record = JSON.parse(line);
+    assert.equal(record.severity, "error");
+    assert.match(
+      record.message,
+      /No resource matches name="nosuchthings": is its CRD installed\?/,
+    );
+    await client.api.create(KOPFEXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      metadata: { name: "c" },
+    }, {
+      namespace,
+    });
+    await eventually(
+      async () => (await client.api.get(KOPFEXAMPLES, "c", { namespace })).status,
+      15_000,
+      "handled",
+    );
+    const handled = JSON.parse(await op.waitForLine(/Handler 'real' succeeded/));
+    assert.deepEqual(handled.object, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfExample",
+      name: "c",
+      uid: handled.object.uid,
+      namespace,
+    });
+    assert.equal(
+      op.lines.filter((l) => l.includes("No resource matches")).length,
+      1,
+      "reported once",
+    );
+    assert.equal(await op.stop(), 0);
   },
 );
 
@@ -247,38 +244,34 @@ Deno.test(
   opts,
   async () => {
     const namespace = await testNamespace("cli-env");
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          `on.probe(function answer() { return "yes"; });\n` +
-          `on.event("configmaps", function seen() {});\n`,
-      );
-      const port = freePort();
-      await using op = await spawnOperator([`${dir}/h.ts`], {
-        KOPF_RUN_NAMESPACES: namespace,
-        KOPF_RUN_STANDALONE: "true",
-        KOPF_RUN_VERBOSE: "1",
-        KOPF_RUN_LOG_FORMAT: "json",
-        KOPF_RUN_LIVENESS_ENDPOINT: `http://127.0.0.1:${port}/healthz`,
-      });
-      const watching = JSON.parse(await op.waitForLine(/Watching configmaps/));
-      assert.equal(watching.message, `Watching configmaps.v1 in ${namespace}`);
-      const response = await eventually(
-        () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
-        15_000,
-        "the liveness endpoint",
-      );
-      assert.deepEqual(await response.json(), { answer: "yes" });
-      // Peering is detected before the streams start: without KOPF_RUN_STANDALONE, the absent
-      // peering object would have been reported by now.
-      assert.ok(!op.lines.some((l) => /falling back to the standalone mode/.test(l)));
-      assert.equal(await op.stop(), 0);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        `on.probe(function answer() { return "yes"; });\n` +
+        `on.event("configmaps", function seen() {});\n`,
+    );
+    const port = freePort();
+    await using op = await spawnOperator([`${dir.path}/h.ts`], {
+      KOPF_RUN_NAMESPACES: namespace,
+      KOPF_RUN_STANDALONE: "true",
+      KOPF_RUN_VERBOSE: "1",
+      KOPF_RUN_LOG_FORMAT: "json",
+      KOPF_RUN_LIVENESS_ENDPOINT: `http://127.0.0.1:${port}/healthz`,
+    });
+    const watching = JSON.parse(await op.waitForLine(/Watching configmaps/));
+    assert.equal(watching.message, `Watching configmaps.v1 in ${namespace}`);
+    const response = await eventually(
+      () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
+      15_000,
+      "the liveness endpoint",
+    );
+    assert.deepEqual(await response.json(), { answer: "yes" });
+    // Peering is detected before the streams start: without KOPF_RUN_STANDALONE, the absent
+    // peering object would have been reported by now.
+    assert.ok(!op.lines.some((l) => /falling back to the standalone mode/.test(l)));
+    assert.equal(await op.stop(), 0);
 
     // The command line wins over the environment; unusable values are one error line.
     const bad = await kopf(["run", "nothing.ts"], { KOPF_RUN_STANDALONE: "maybe" });
@@ -313,52 +306,48 @@ Deno.test(
   opts,
   async () => {
     const namespace = await testNamespace("cli-debug");
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\non.event("configmaps", function seen() {});\n`,
-      );
-      const traffic = /^GET \/api → 200 in \d+ ms$/;
-      for (const flag of ["-d", "-v"]) {
-        const port = freePort();
-        const op = await spawnOperator([
-          `${dir}/h.ts`,
-          flag,
-          "-n",
-          namespace,
-          "--standalone",
-          "--log-format",
-          "plain",
-          "-L",
-          `http://127.0.0.1:${port}/healthz`,
-        ]);
-        try {
-          // A debug line both flags show; the initial GET /api precedes it.
-          await op.waitForLine(/^Watching configmaps\.v1 in /);
-          const response = await eventually(
-            () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
-            15_000,
-            "the liveness endpoint",
-          );
-          assert.equal(response.status, 200);
-          await response.body?.cancel();
-          const lines = op.lines.filter((l) => l.trim());
-          const initiated = lines.indexOf("Initial authentication has been initiated.");
-          const finished = lines.indexOf("Initial authentication has finished.");
-          assert.ok(initiated >= 0 && finished > initiated, lines.join("\n"));
-          assert.equal(
-            lines.some((l) => traffic.test(l)),
-            flag === "-d",
-            `${flag}: API traffic ${flag === "-d" ? "logged" : "not logged"}:\n${lines.join("\n")}`,
-          );
-        } finally {
-          assert.equal(await op.stop(), 0);
-        }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\non.event("configmaps", function seen() {});\n`,
+    );
+    const traffic = /^GET \/api → 200 in \d+ ms$/;
+    for (const flag of ["-d", "-v"]) {
+      const port = freePort();
+      const op = await spawnOperator([
+        `${dir.path}/h.ts`,
+        flag,
+        "-n",
+        namespace,
+        "--standalone",
+        "--log-format",
+        "plain",
+        "-L",
+        `http://127.0.0.1:${port}/healthz`,
+      ]);
+      try {
+        // A debug line both flags show; the initial GET /api precedes it.
+        await op.waitForLine(/^Watching configmaps\.v1 in /);
+        const response = await eventually(
+          () => fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined),
+          15_000,
+          "the liveness endpoint",
+        );
+        assert.equal(response.status, 200);
+        await response.body?.cancel();
+        const lines = op.lines.filter((l) => l.trim());
+        const initiated = lines.indexOf("Initial authentication has been initiated.");
+        const finished = lines.indexOf("Initial authentication has finished.");
+        assert.ok(initiated >= 0 && finished > initiated, lines.join("\n"));
+        assert.equal(
+          lines.some((l) => traffic.test(l)),
+          flag === "-d",
+          `${flag}: API traffic ${flag === "-d" ? "logged" : "not logged"}:\n${lines.join("\n")}`,
+        );
+      } finally {
+        assert.equal(await op.stop(), 0);
       }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
     }
   },
 );
@@ -369,45 +358,41 @@ Deno.test(
   opts,
   async () => {
     const namespace = await testNamespace("cli-exit");
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          `on.startup(function limits({ settings }) {\n` +
-          `  settings.process.ultimateExitingTimeout = 1;\n` +
-          `});\n` +
-          `on.cleanup(async function hang() {\n` +
-          `  console.error("cleanup started");\n` +
-          `  await new Promise(() => {}); // never settles, ignores its signal\n` +
-          `});\n` +
-          `on.event("configmaps", function seen() {});\n`,
-      );
-      const op = await spawnOperator([
-        `${dir}/h.ts`,
-        "-n",
-        namespace,
-        "--standalone",
-        "--log-format",
-        "plain",
-      ]);
-      await op.waitForLine(/Initial authentication has finished/);
-      // stop() sends SIGTERM and SIGKILLs after 15 s: only the timeout can make the code 1.
-      const code = await op.stop();
-      assert.ok(op.lines.includes("cleanup started"), op.lines.join("\n"));
-      assert.equal(code, 1, op.lines.join("\n"));
-      assert.ok(
-        op.lines.some((l) =>
-          l ===
-            "The graceful exit did not finish within 1 s " +
-              "(settings.process.ultimateExitingTimeout); exiting forcefully."
-        ),
-        op.lines.join("\n"),
-      );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        `on.startup(function limits({ settings }) {\n` +
+        `  settings.process.ultimateExitingTimeout = 1;\n` +
+        `});\n` +
+        `on.cleanup(async function hang() {\n` +
+        `  console.error("cleanup started");\n` +
+        `  await new Promise(() => {}); // never settles, ignores its signal\n` +
+        `});\n` +
+        `on.event("configmaps", function seen() {});\n`,
+    );
+    const op = await spawnOperator([
+      `${dir.path}/h.ts`,
+      "-n",
+      namespace,
+      "--standalone",
+      "--log-format",
+      "plain",
+    ]);
+    await op.waitForLine(/Initial authentication has finished/);
+    // stop() sends SIGTERM and SIGKILLs after 15 s: only the timeout can make the code 1.
+    const code = await op.stop();
+    assert.ok(op.lines.includes("cleanup started"), op.lines.join("\n"));
+    assert.equal(code, 1, op.lines.join("\n"));
+    assert.ok(
+      op.lines.some((l) =>
+        l ===
+          "The graceful exit did not finish within 1 s " +
+            "(settings.process.ultimateExitingTimeout); exiting forcefully."
+      ),
+      op.lines.join("\n"),
+    );
   },
 );
 
@@ -423,11 +408,11 @@ Deno.test(
       /Initial authentication has finished/,
       /Default peering object is not found/,
     ];
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
     const mod = new URL("../mod.ts", import.meta.url).href;
     for (const [i, point] of points.entries()) {
       // A module per run: this process's default registry keeps the handlers of earlier imports.
-      const handlers = `${dir}/handlers_${i}.ts`;
+      const handlers = `${dir.path}/handlers_${i}.ts`;
       await Deno.writeTextFile(
         handlers,
         `import { on } from "${mod}";\non.create("kopfexamples", { id: "h${i}" }, () => {});\n`,
@@ -445,6 +430,5 @@ Deno.test(
       assert.ok(lines.some((l) => point.test(l)), `${point} was reached:\n${lines.join("\n")}`);
       assert.equal(code, 0, `stopped at ${point}:\n${lines.join("\n")}`);
     }
-    await Deno.remove(dir, { recursive: true });
   },
 );

@@ -27,6 +27,7 @@ import {
   NAMESPACES,
   PODTEMPLATES,
   sleep,
+  tempDir,
 } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -930,8 +931,8 @@ contract(
       assert.equal(code, 0, `kubectl ${args.join(" ")}: ${text}`);
       return text;
     };
-    const dir = await Deno.makeTempDir();
-    const file = `${dir}/cm.json`;
+    await using dir = await tempDir();
+    const file = `${dir.path}/cm.json`;
     const state = async (data?: Record<string, string>) => {
       await Deno.writeTextFile(
         file,
@@ -945,54 +946,50 @@ contract(
       return file;
     };
     const field = (path: string) => ok("get", "cm", "ssa-kubectl", "-o", `jsonpath={${path}}`);
-    try {
-      assert.match(
-        await ok("apply", "--server-side", "-f", await state({ a: "1", b: "2" })),
-        /configmap\/ssa-kubectl serverside-applied/,
-      );
-      const version = await field(".metadata.resourceVersion");
-      await ok("apply", "--server-side", "-f", file);
-      assert.equal(await field(".metadata.resourceVersion"), version, "nothing changed");
-      // Another manager stating another value for a field "kubectl" owns: a conflict, exit 1.
-      const conflict = await kubectlRun(
-        "apply",
-        "--server-side",
-        "--field-manager=other",
-        "-f",
-        await state({ a: "9" }),
-      );
-      assert.equal(conflict.code, 1, conflict.text);
-      assert.match(
-        conflict.text,
-        /Apply failed with 1 conflict: conflict with "kubectl".*\.data\.a/,
-      );
-      assert.equal(await field(".data.a"), "1");
-      await ok("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", file);
-      assert.equal(await field(".data"), JSON.stringify({ a: "9", b: "2" }));
-      // "kubectl" states no data now: b (its own) goes, a (taken over by "other") stays.
-      await ok("apply", "--server-side", "-f", await state());
-      assert.equal(await field(".data"), JSON.stringify({ a: "9" }));
+    assert.match(
+      await ok("apply", "--server-side", "-f", await state({ a: "1", b: "2" })),
+      /configmap\/ssa-kubectl serverside-applied/,
+    );
+    const version = await field(".metadata.resourceVersion");
+    await ok("apply", "--server-side", "-f", file);
+    assert.equal(await field(".metadata.resourceVersion"), version, "nothing changed");
+    // Another manager stating another value for a field "kubectl" owns: a conflict, exit 1.
+    const conflict = await kubectlRun(
+      "apply",
+      "--server-side",
+      "--field-manager=other",
+      "-f",
+      await state({ a: "9" }),
+    );
+    assert.equal(conflict.code, 1, conflict.text);
+    assert.match(
+      conflict.text,
+      /Apply failed with 1 conflict: conflict with "kubectl".*\.data\.a/,
+    );
+    assert.equal(await field(".data.a"), "1");
+    await ok("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", file);
+    assert.equal(await field(".data"), JSON.stringify({ a: "9", b: "2" }));
+    // "kubectl" states no data now: b (its own) goes, a (taken over by "other") stays.
+    await ok("apply", "--server-side", "-f", await state());
+    assert.equal(await field(".data"), JSON.stringify({ a: "9" }));
 
-      await ok("apply", "-f", "crds/example.yaml");
-      await sleep(1000); // kubectl's discovery cache may predate the CRD
-      const kex = `${dir}/kex.json`;
-      await Deno.writeTextFile(
-        kex,
-        JSON.stringify({
-          apiVersion: "kopf.dev/v1",
-          kind: "KopfExample",
-          metadata: { name: "kx-ssa", namespace },
-          spec: { duration: "2m" },
-        }),
-      );
-      assert.match(
-        await ok("apply", "--server-side", "-f", kex),
-        /kopfexample.kopf.dev\/kx-ssa serverside-applied/,
-      );
-      assert.equal(await ok("get", "kex", "kx-ssa", "-o", "jsonpath={.spec.duration}"), "2m");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await ok("apply", "-f", "crds/example.yaml");
+    await sleep(1000); // kubectl's discovery cache may predate the CRD
+    const kex = `${dir.path}/kex.json`;
+    await Deno.writeTextFile(
+      kex,
+      JSON.stringify({
+        apiVersion: "kopf.dev/v1",
+        kind: "KopfExample",
+        metadata: { name: "kx-ssa", namespace },
+        spec: { duration: "2m" },
+      }),
+    );
+    assert.match(
+      await ok("apply", "--server-side", "-f", kex),
+      /kopfexample.kopf.dev\/kx-ssa serverside-applied/,
+    );
+    assert.equal(await ok("get", "kex", "kx-ssa", "-o", "jsonpath={.spec.duration}"), "2m");
   },
 );
 

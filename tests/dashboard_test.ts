@@ -9,7 +9,7 @@ import { MetricsEngine } from "../core/engines/metrics.ts";
 import { RequestCounters } from "../core/client/counters.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { havePromtool } from "./_prometheus.ts";
-import { testClient, testNamespace } from "./_support.ts";
+import { tempDir, testClient, testNamespace } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const PROMQL_WORDS = new Set([
@@ -103,25 +103,21 @@ Deno.test("deploy/grafana-dashboard.json: every expression parses and names only
     console.warn("promtool is not installed: the expressions' syntax is not checked");
     return;
   }
-  const dir = await Deno.makeTempDir({ prefix: "kopf-dashboard-" });
-  try {
-    const rules = exprs.map((e, i) =>
-      `      - record: dashboard:expr${i}\n        expr: ${JSON.stringify(e.expr)}`
-    );
-    await Deno.writeTextFile(
-      `${dir}/rules.yaml`,
-      `groups:\n  - name: dashboard\n    rules:\n${rules.join("\n")}\n`,
-    );
-    const out = await new Deno.Command("promtool", {
-      args: ["check", "rules", `${dir}/rules.yaml`],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const said = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    assert.ok(out.success, `promtool check rules:\n${said}`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using dir = await tempDir("kopf-dashboard-");
+  const rules = exprs.map((e, i) =>
+    `      - record: dashboard:expr${i}\n        expr: ${JSON.stringify(e.expr)}`
+  );
+  await Deno.writeTextFile(
+    `${dir.path}/rules.yaml`,
+    `groups:\n  - name: dashboard\n    rules:\n${rules.join("\n")}\n`,
+  );
+  const out = await new Deno.Command("promtool", {
+    args: ["check", "rules", `${dir.path}/rules.yaml`],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const said = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.ok(out.success, `promtool check rules:\n${said}`);
 });
 
 Deno.test(

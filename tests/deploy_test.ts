@@ -23,7 +23,14 @@ import type { KubeObject } from "../core/structs/objects.ts";
 import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
 import { EVENTS, PODS, waitFor } from "./_examples.ts";
 import { type SpawnedOperator, spawnOperator } from "./_operator.ts";
-import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  tempDir,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const HANDLERS = "examples/01-minimal/example.ts";
@@ -297,14 +304,14 @@ async function setup(prefix: string) {
   await applyCrds(client, "crds/example.yaml");
   await applyCrds(client, "crds/peering.yaml");
   const namespace = await testNamespace(prefix);
-  const dir = await Deno.makeTempDir({ prefix: "kopf-deploy-" });
+  const dir = await tempDir("kopf-deploy-");
   return {
     client,
     namespace,
-    kubeconfig: `${dir}/kubeconfig`,
+    kubeconfig: `${dir.path}/kubeconfig`,
     async [Symbol.asyncDispose]() {
       await deleteNamespace(await sharedControlPlane(), namespace).catch(() => {});
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await dir[Symbol.asyncDispose]();
       client[Symbol.dispose]();
     },
   };

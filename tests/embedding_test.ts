@@ -15,6 +15,7 @@ import {
   eventually,
   KOPFEXAMPLES,
   kubeconfigPath,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -90,36 +91,32 @@ Deno.test(
   { sanitizeOps: false, sanitizeResources: false },
   async () => {
     const namespace = await testNamespace("emb-exit");
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/main.ts`,
-        `import { configureLogging, createSettings, on, run } from "${mod}";\n` +
-          `configureLogging({ format: "plain" });\n` +
-          `const settings = createSettings();\n` +
-          `settings.process.ultimateExitingTimeout = 1;\n` +
-          `on.startup(function ready() { console.error("operator ready"); });\n` +
-          `on.cleanup(async function hang() {\n` +
-          `  console.error("cleanup started");\n` +
-          `  await new Promise(() => {}); // never settles, ignores its signal\n` +
-          `});\n` +
-          `on.event("configmaps", function seen() {});\n` +
-          `await run({ settings, namespaces: ["${namespace}"], standalone: true });\n`,
-      );
-      // The script lives outside the project: give it the project's import map.
-      const op = await spawnDeno(["--config", "deno.json", `${dir}/main.ts`]);
-      await op.waitForLine(/operator ready/);
-      const code = await op.stop(); // SIGTERM; SIGKILL (137) only after 15 s
-      assert.ok(op.lines.includes("cleanup started"), op.lines.join("\n"));
-      assert.equal(code, 1, op.lines.join("\n"));
-      assert.ok(
-        op.lines.some((l) => /did not finish within 1 s .*exiting forcefully/.test(l)),
-        op.lines.join("\n"),
-      );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/main.ts`,
+      `import { configureLogging, createSettings, on, run } from "${mod}";\n` +
+        `configureLogging({ format: "plain" });\n` +
+        `const settings = createSettings();\n` +
+        `settings.process.ultimateExitingTimeout = 1;\n` +
+        `on.startup(function ready() { console.error("operator ready"); });\n` +
+        `on.cleanup(async function hang() {\n` +
+        `  console.error("cleanup started");\n` +
+        `  await new Promise(() => {}); // never settles, ignores its signal\n` +
+        `});\n` +
+        `on.event("configmaps", function seen() {});\n` +
+        `await run({ settings, namespaces: ["${namespace}"], standalone: true });\n`,
+    );
+    // The script lives outside the project: give it the project's import map.
+    const op = await spawnDeno(["--config", "deno.json", `${dir.path}/main.ts`]);
+    await op.waitForLine(/operator ready/);
+    const code = await op.stop(); // SIGTERM; SIGKILL (137) only after 15 s
+    assert.ok(op.lines.includes("cleanup started"), op.lines.join("\n"));
+    assert.equal(code, 1, op.lines.join("\n"));
+    assert.ok(
+      op.lines.some((l) => /did not finish within 1 s .*exiting forcefully/.test(l)),
+      op.lines.join("\n"),
+    );
   },
 );
 

@@ -27,7 +27,7 @@ import {
   stopCleanly,
   waitFor,
 } from "./_examples.ts";
-import { eventually, KOPFEXAMPLES, sleep } from "./_support.ts";
+import { eventually, KOPFEXAMPLES, sleep, tempDir } from "./_support.ts";
 
 // Log messages become Events only with settings.posting.loggers (off by default, as in Kopf
 // 1.44+); the tests of those Events add this handlers file, which turns it on at startup.
@@ -422,8 +422,8 @@ Deno.test({
     await using fx = await fixture("ex05r");
     const { client, namespace } = fx;
     // 05-handlers plus one create handler slow enough to delete the object while it runs.
-    const dir = await Deno.makeTempDir();
-    const file = `${dir}/slow.ts`;
+    await using dir = await tempDir();
+    const file = `${dir.path}/slow.ts`;
     const mod = new URL("../mod.ts", import.meta.url).href;
     const example = new URL("../examples/05-handlers/example.ts", import.meta.url).href;
     await Deno.writeTextFile(
@@ -447,7 +447,6 @@ Deno.test({
       await op.stop();
       await client.api.patch(KOPFEXAMPLES, NAME, { metadata: { finalizers: [] } }, { namespace })
         .catch(() => {});
-      await Deno.remove(dir, { recursive: true });
     }
   },
 });

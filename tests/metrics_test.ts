@@ -15,7 +15,14 @@ import { MetricsEngine } from "../core/engines/metrics.ts";
 import { main } from "../core/api/cli.ts";
 import { Exposition, validateExposition } from "./_prometheus.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";
-import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  tempDir,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const RESOURCE = "kopfexamples.v1.kopf.dev";
@@ -235,10 +242,10 @@ Deno.test({
       `http://127.0.0.1:${metricsPort}/metrics`,
     ]);
     await op.waitForLine(/Serving metrics at/);
-    const dir = await Deno.makeTempDir({ prefix: "kopf-prometheus-" });
+    await using dir = await tempDir("kopf-prometheus-");
     const webPort = freePort();
     await Deno.writeTextFile(
-      `${dir}/prometheus.yml`,
+      `${dir.path}/prometheus.yml`,
       [
         "global: { scrape_interval: 1s, evaluation_interval: 1s }",
         "scrape_configs:",
@@ -249,8 +256,8 @@ Deno.test({
     );
     const prometheus = new Deno.Command(PROMETHEUS!, {
       args: [
-        `--config.file=${dir}/prometheus.yml`,
-        `--storage.tsdb.path=${dir}/data`,
+        `--config.file=${dir.path}/prometheus.yml`,
+        `--storage.tsdb.path=${dir.path}/data`,
         `--web.listen-address=127.0.0.1:${webPort}`,
       ],
       stdout: "null",
@@ -303,7 +310,6 @@ Deno.test({
       prometheus.kill("SIGTERM");
       await prometheus.status;
       await reading.catch(() => {});
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
 });

@@ -45,6 +45,7 @@ import {
   kubeconfigPath,
   PausableTcpProxy,
   sleep,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -767,44 +768,40 @@ Deno.test(
     using client = await testClient();
     const namespace = await testNamespace("emb12sig");
     await client.api.create(CONFIGMAPS, { metadata: { name: "cm" } }, { namespace });
-    const dir = await Deno.makeTempDir();
-    try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/main.ts`,
-        `import { configureLogging, createSettings, on, run } from "${mod}";\n` +
-          `configureLogging({ format: "plain" });\n` +
-          `const settings = createSettings();\n` +
-          `settings.process.gracePeriod = 600; // an upper bound only: nothing needs it here\n` +
-          `on.startup(function started() { console.error("operator started"); });\n` +
-          `on.cleanup(function finished() { console.error("cleanup ran"); });\n` +
-          `on.event("configmaps", function seen({ name }) { console.error(\`seen \${name}\`); });\n` +
-          `await run({ settings, namespaces: ["${namespace}"], standalone: true });\n` +
-          `console.error("run() returned");\n`,
-      );
-      const cases = [
-        { signal: "SIGINT", when: /^operator started$/ }, // while starting up
-        { signal: "SIGINT", when: /^seen cm$/ }, // while serving
-        { signal: "SIGTERM", when: /^seen cm$/ },
-      ] as const;
-      for (const { signal, when } of cases) {
-        // The script lives outside the project: give it the project's import map.
-        const op = await spawnDeno(["--config", "deno.json", `${dir}/main.ts`]);
-        try {
-          await op.waitForLine(when);
-          op.kill(signal);
-          // No timer of the stop sequence keeps the process alive (a grace period of 600 s would).
-          const code = await within(op.exited, 20_000, `the exit after ${signal}`);
-          const output = `${signal} after ${when}:\n${op.lines.join("\n")}`;
-          assert.equal(code, 0, output);
-          assert.ok(op.lines.includes("cleanup ran"), output);
-          assert.ok(op.lines.includes("run() returned"), output);
-        } finally {
-          await op.stop();
-        }
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/main.ts`,
+      `import { configureLogging, createSettings, on, run } from "${mod}";\n` +
+        `configureLogging({ format: "plain" });\n` +
+        `const settings = createSettings();\n` +
+        `settings.process.gracePeriod = 600; // an upper bound only: nothing needs it here\n` +
+        `on.startup(function started() { console.error("operator started"); });\n` +
+        `on.cleanup(function finished() { console.error("cleanup ran"); });\n` +
+        `on.event("configmaps", function seen({ name }) { console.error(\`seen \${name}\`); });\n` +
+        `await run({ settings, namespaces: ["${namespace}"], standalone: true });\n` +
+        `console.error("run() returned");\n`,
+    );
+    const cases = [
+      { signal: "SIGINT", when: /^operator started$/ }, // while starting up
+      { signal: "SIGINT", when: /^seen cm$/ }, // while serving
+      { signal: "SIGTERM", when: /^seen cm$/ },
+    ] as const;
+    for (const { signal, when } of cases) {
+      // The script lives outside the project: give it the project's import map.
+      const op = await spawnDeno(["--config", "deno.json", `${dir.path}/main.ts`]);
+      try {
+        await op.waitForLine(when);
+        op.kill(signal);
+        // No timer of the stop sequence keeps the process alive (a grace period of 600 s would).
+        const code = await within(op.exited, 20_000, `the exit after ${signal}`);
+        const output = `${signal} after ${when}:\n${op.lines.join("\n")}`;
+        assert.equal(code, 0, output);
+        assert.ok(op.lines.includes("cleanup ran"), output);
+        assert.ok(op.lines.includes("run() returned"), output);
+      } finally {
+        await op.stop();
       }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
     }
   },
 );
@@ -821,58 +818,54 @@ Deno.test(
     const literal = await testNamespace(`c3${token}-lit`);
     const globbed = await testNamespace(`c3${token}-glob`);
     const other = await testNamespace(`c3${token}-off`);
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        // Only this test's ConfigMaps, even when watching the whole cluster.
+        `on.startup(function only({ settings }) {\n` +
+        `  settings.watching.labelSelectors = { configmaps: "cli03=${token}" };\n` +
+        `});\n` +
+        `on.create("configmaps", function seen({ namespace, name }) {\n` +
+        `  console.error(\`seen \${namespace}/\${name}\`);\n` +
+        `});\n`,
+    );
+    const configmap = { metadata: { name: "cm", labels: { cli03: token } } };
+    const common = [`${dir.path}/h.ts`, "--standalone", "-v", "--log-format", "plain"];
+    const namespaced = await spawnOperator([
+      ...common,
+      "-n",
+      literal,
+      "--namespace",
+      `c3${token}-glob-*`,
+    ]);
     try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          // Only this test's ConfigMaps, even when watching the whole cluster.
-          `on.startup(function only({ settings }) {\n` +
-          `  settings.watching.labelSelectors = { configmaps: "cli03=${token}" };\n` +
-          `});\n` +
-          `on.create("configmaps", function seen({ namespace, name }) {\n` +
-          `  console.error(\`seen \${namespace}/\${name}\`);\n` +
-          `});\n`,
-      );
-      const configmap = { metadata: { name: "cm", labels: { cli03: token } } };
-      const common = [`${dir}/h.ts`, "--standalone", "-v", "--log-format", "plain"];
-      const namespaced = await spawnOperator([
-        ...common,
-        "-n",
-        literal,
-        "--namespace",
-        `c3${token}-glob-*`,
-      ]);
-      try {
-        await namespaced.waitForLine(new RegExp(`^Watching configmaps\\.v1 in ${literal}$`));
-        await namespaced.waitForLine(new RegExp(`^Watching configmaps\\.v1 in ${globbed}$`));
-        for (const namespace of [other, literal, globbed]) {
-          await client.api.create(CONFIGMAPS, configmap, { namespace });
-        }
-        await namespaced.waitForLine(new RegExp(`^seen ${literal}/cm$`));
-        await namespaced.waitForLine(new RegExp(`^seen ${globbed}/cm$`));
-        await sleep(1_000);
-        const output = namespaced.lines.join("\n");
-        assert.ok(!output.includes(`seen ${other}/cm`), output);
-        assert.ok(!output.includes(`in ${other}`), output);
-      } finally {
-        assert.equal(await namespaced.stop(), 0);
+      await namespaced.waitForLine(new RegExp(`^Watching configmaps\\.v1 in ${literal}$`));
+      await namespaced.waitForLine(new RegExp(`^Watching configmaps\\.v1 in ${globbed}$`));
+      for (const namespace of [other, literal, globbed]) {
+        await client.api.create(CONFIGMAPS, configmap, { namespace });
       }
-      const clusterwide = await spawnOperator([...common, "-A"]);
-      try {
-        await clusterwide.waitForLine(/^Watching configmaps\.v1$/);
-        // The object the namespaced operator did not serve is handled now; the others were.
-        await clusterwide.waitForLine(new RegExp(`^seen ${other}/cm$`));
-        await sleep(1_000);
-        const output = clusterwide.lines.join("\n");
-        assert.ok(!output.includes(`seen ${literal}/cm`), output);
-        assert.ok(!/^Watching configmaps\.v1 in /m.test(output), output);
-      } finally {
-        assert.equal(await clusterwide.stop(), 0);
-      }
+      await namespaced.waitForLine(new RegExp(`^seen ${literal}/cm$`));
+      await namespaced.waitForLine(new RegExp(`^seen ${globbed}/cm$`));
+      await sleep(1_000);
+      const output = namespaced.lines.join("\n");
+      assert.ok(!output.includes(`seen ${other}/cm`), output);
+      assert.ok(!output.includes(`in ${other}`), output);
     } finally {
-      await Deno.remove(dir, { recursive: true });
+      assert.equal(await namespaced.stop(), 0);
+    }
+    const clusterwide = await spawnOperator([...common, "-A"]);
+    try {
+      await clusterwide.waitForLine(/^Watching configmaps\.v1$/);
+      // The object the namespaced operator did not serve is handled now; the others were.
+      await clusterwide.waitForLine(new RegExp(`^seen ${other}/cm$`));
+      await sleep(1_000);
+      const output = clusterwide.lines.join("\n");
+      assert.ok(!output.includes(`seen ${literal}/cm`), output);
+      assert.ok(!/^Watching configmaps\.v1 in /m.test(output), output);
+    } finally {
+      assert.equal(await clusterwide.stop(), 0);
     }
   },
 );
@@ -882,41 +875,37 @@ Deno.test(
   opts,
   async () => {
     const namespace = await testNamespace("cli11");
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        `on.startup(function started() { console.error("operator started"); });\n` +
+        `on.cleanup(async function hang() {\n` +
+        `  console.error("cleanup started");\n` +
+        `  await new Promise(() => {}); // never settles: the graceful exit waits\n` +
+        `});\n` +
+        `on.event("configmaps", function seen() {});\n`,
+    );
+    const op = await spawnOperator([
+      `${dir.path}/h.ts`,
+      "-n",
+      namespace,
+      "--standalone",
+      "--log-format",
+      "plain",
+    ]);
     try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          `on.startup(function started() { console.error("operator started"); });\n` +
-          `on.cleanup(async function hang() {\n` +
-          `  console.error("cleanup started");\n` +
-          `  await new Promise(() => {}); // never settles: the graceful exit waits\n` +
-          `});\n` +
-          `on.event("configmaps", function seen() {});\n`,
-      );
-      const op = await spawnOperator([
-        `${dir}/h.ts`,
-        "-n",
-        namespace,
-        "--standalone",
-        "--log-format",
-        "plain",
-      ]);
-      try {
-        await op.waitForLine(/operator started/);
-        await op.waitForLine(/Initial authentication has finished/);
-        op.kill("SIGINT");
-        await op.waitForLine(/cleanup started/);
-        op.kill("SIGINT");
-        // Without the second signal, the exit would wait for the 600 s ultimate timeout.
-        const code = await within(op.exited, 15_000, "the exit after the second SIGINT");
-        assert.equal(code, 130, op.lines.join("\n"));
-      } finally {
-        await op.stop();
-      }
+      await op.waitForLine(/operator started/);
+      await op.waitForLine(/Initial authentication has finished/);
+      op.kill("SIGINT");
+      await op.waitForLine(/cleanup started/);
+      op.kill("SIGINT");
+      // Without the second signal, the exit would wait for the 600 s ultimate timeout.
+      const code = await within(op.exited, 15_000, "the exit after the second SIGINT");
+      assert.equal(code, 130, op.lines.join("\n"));
     } finally {
-      await Deno.remove(dir, { recursive: true });
+      await op.stop();
     }
   },
 );
@@ -1048,37 +1037,33 @@ Deno.test(
 
     const other = await testNamespace("hist22cli");
     await client.api.create(CONFIGMAPS, poison, { namespace: other });
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/h.ts`,
+      `import { on } from "${mod}";\n` +
+        `on.index("configmaps", { when: ({ name }) => {\n` +
+        `  if (name === "poison") throw new Error("a filter that breaks the stream");\n` +
+        `  return true;\n` +
+        `} }, function names({ name }) { return { [name]: true }; });\n` +
+        `on.cleanup(function cleanup() { console.error("cleanup ran"); });\n`,
+    );
+    const cli = await spawnOperator([
+      `${dir.path}/h.ts`,
+      "-n",
+      other,
+      "--standalone",
+      "--log-format",
+      "plain",
+    ]);
     try {
-      const mod = new URL("../mod.ts", import.meta.url).href;
-      await Deno.writeTextFile(
-        `${dir}/h.ts`,
-        `import { on } from "${mod}";\n` +
-          `on.index("configmaps", { when: ({ name }) => {\n` +
-          `  if (name === "poison") throw new Error("a filter that breaks the stream");\n` +
-          `  return true;\n` +
-          `} }, function names({ name }) { return { [name]: true }; });\n` +
-          `on.cleanup(function cleanup() { console.error("cleanup ran"); });\n`,
-      );
-      const cli = await spawnOperator([
-        `${dir}/h.ts`,
-        "-n",
-        other,
-        "--standalone",
-        "--log-format",
-        "plain",
-      ]);
-      try {
-        const code = await within(cli.exited, 30_000, "kopf run to exit");
-        const output = cli.lines.join("\n");
-        assert.equal(code, 1, output);
-        assert.ok(cli.lines.includes("cleanup ran"), output);
-        assert.match(output, /a filter that breaks the stream/);
-      } finally {
-        await cli.stop();
-      }
+      const code = await within(cli.exited, 30_000, "kopf run to exit");
+      const output = cli.lines.join("\n");
+      assert.equal(code, 1, output);
+      assert.ok(cli.lines.includes("cleanup ran"), output);
+      assert.match(output, /a filter that breaks the stream/);
     } finally {
-      await Deno.remove(dir, { recursive: true });
+      await cli.stop();
     }
   },
 );

@@ -20,6 +20,7 @@ import {
   KOPFEXAMPLES,
   kubeconfigPath,
   sleep,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -380,27 +381,23 @@ Deno.test(
   async () => {
     const { client, namespace } = await setup("peer-cli");
     using _ = client;
-    const dir = await Deno.makeTempDir();
-    try {
-      await Deno.writeTextFile(`${dir}/ok.ts`, "export {};\n");
-      await using op = await spawnOperator([`${dir}/ok.ts`, "-n", namespace, "--dev"], {
-        POD_ID: "cli-pod",
-      });
-      const [entry] = await eventually(
-        async () => {
-          const found = await peers(client, namespace);
-          return found.length ? found : undefined;
-        },
-        60_000,
-        "the operator's entry",
-      );
-      assert.equal(entry!.identity, "cli-pod");
-      assert.equal(entry!.priority, 666);
-      assert.equal(await op.stop(), 0);
-      assert.deepEqual(await peers(client, namespace), [], "removed on exit");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/ok.ts`, "export {};\n");
+    await using op = await spawnOperator([`${dir.path}/ok.ts`, "-n", namespace, "--dev"], {
+      POD_ID: "cli-pod",
+    });
+    const [entry] = await eventually(
+      async () => {
+        const found = await peers(client, namespace);
+        return found.length ? found : undefined;
+      },
+      60_000,
+      "the operator's entry",
+    );
+    assert.equal(entry!.identity, "cli-pod");
+    assert.equal(entry!.priority, 666);
+    assert.equal(await op.stop(), 0);
+    assert.deepEqual(await peers(client, namespace), [], "removed on exit");
   },
 );
 

@@ -28,6 +28,7 @@ import {
   kex,
   KOPFEXAMPLES,
   NAMESPACES,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -541,27 +542,23 @@ Deno.test(
     "KOPF_RUN_CLUSTERWIDE) are mutually exclusive (SCP-10)",
   opts,
   async () => {
-    const dir = await Deno.makeTempDir();
-    try {
-      await Deno.writeTextFile(`${dir}/ok.ts`, "export {};\n");
-      const cases: Array<[string[], Record<string, string>]> = [
-        [["-A", "-n", "x"], {}],
-        [["--all-namespaces", "--namespace", "x"], {}],
-        [["-A"], { KOPF_RUN_NAMESPACE: "x" }],
-        [["-n", "x"], { KOPF_RUN_CLUSTERWIDE: "true" }],
-      ];
-      for (const [args, env] of cases) {
-        const { code, lines } = await runToExit([`${dir}/ok.ts`, "--standalone", ...args], env);
-        const what = `${args.join(" ")} ${JSON.stringify(env)}: ${lines.join("\n")}`;
-        assert.equal(code, 1, what);
-        assert.deepEqual(
-          lines.filter((l) => l.startsWith("error:")),
-          ["error: --namespace and --all-namespaces are mutually exclusive"],
-          what,
-        );
-      }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/ok.ts`, "export {};\n");
+    const cases: Array<[string[], Record<string, string>]> = [
+      [["-A", "-n", "x"], {}],
+      [["--all-namespaces", "--namespace", "x"], {}],
+      [["-A"], { KOPF_RUN_NAMESPACE: "x" }],
+      [["-n", "x"], { KOPF_RUN_CLUSTERWIDE: "true" }],
+    ];
+    for (const [args, env] of cases) {
+      const { code, lines } = await runToExit([`${dir.path}/ok.ts`, "--standalone", ...args], env);
+      const what = `${args.join(" ")} ${JSON.stringify(env)}: ${lines.join("\n")}`;
+      assert.equal(code, 1, what);
+      assert.deepEqual(
+        lines.filter((l) => l.startsWith("error:")),
+        ["error: --namespace and --all-namespaces are mutually exclusive"],
+        what,
+      );
     }
   },
 );
@@ -576,18 +573,18 @@ Deno.test(
     const fromEnv = await testNamespace("scan-env");
     const fromArgs = await testNamespace("scan-arg");
     const labels = testLabel();
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
     try {
       const mod = new URL("../mod.ts", import.meta.url).href;
       await Deno.writeTextFile(
-        `${dir}/h.ts`,
+        `${dir.path}/h.ts`,
         `import { on } from "${mod}";\n` +
           // See quietSettings(): -A must not remove other tests' finalizers.
           `on.startup(({ settings }) => { settings.persistence.finalizer = "${OWN_FINALIZER}"; });\n` +
           `on.event("kopfexamples", { labels: ${JSON.stringify(labels)} }, ` +
           `({ namespace, name }) => console.error(\`seen \${namespace}/\${name}\`));\n`,
       );
-      const common = [`${dir}/h.ts`, "--standalone", "--log-format", "plain"];
+      const common = [`${dir.path}/h.ts`, "--standalone", "--log-format", "plain"];
 
       // KOPF_RUN_NAMESPACE adds its namespace to those of -n.
       {
@@ -631,7 +628,6 @@ Deno.test(
         assert.ok(!op.lines.some((l) => /^PATCH /.test(l)), `nothing patched:\n${output}`);
       }
     } finally {
-      await Deno.remove(dir, { recursive: true });
       await removeNamespaces(fromEnv, fromArgs);
     }
   },

@@ -18,6 +18,7 @@ import {
   eventually,
   KOPFEXAMPLES,
   kubeconfigWith,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -86,15 +87,15 @@ Deno.test(
     const managed = `${secret("sec").slice(0, 16)}.kopf.dev`;
     const mark = secret("m").slice(0, 20);
     const bad = secret("bad-token");
-    const dir = await Deno.makeTempDir();
+    await using dir = await tempDir();
     try {
-      await Deno.writeTextFile(`${dir}/ca.pem`, plane.caPem);
+      await Deno.writeTextFile(`${dir.path}/ca.pem`, plane.caPem);
       await using op = await spawnOperator(
         ["tests/fixtures/secret_handlers.ts", "-n", namespace, "--standalone", "--debug"],
         {
           SEC_LOGIN: "handler",
           SEC_SERVER: plane.server,
-          SEC_CA: `${dir}/ca.pem`,
+          SEC_CA: `${dir.path}/ca.pem`,
           SEC_BAD_TOKEN: bad,
           SEC_GOOD_TOKEN: plane.adminToken,
           SEC_MANAGED: managed,
@@ -170,7 +171,6 @@ Deno.test(
     } finally {
       await client.api.delete(WEBHOOK_CONFIGURATIONS.validating, managed).catch(() => {});
       await client.api.delete(WEBHOOK_CONFIGURATIONS.mutating, managed).catch(() => {});
-      await Deno.remove(dir, { recursive: true });
     }
   },
 );
@@ -184,71 +184,67 @@ Deno.test(
     await applyCrds(client, "crds/example.yaml");
     const namespace = await testNamespace("sec-exec");
     const bad = secret("bad-token");
-    const dir = await Deno.makeTempDir();
-    try {
-      // The plugin's first credential is rejected (401), then it is run again for the good one.
-      const plugin = `${dir}/plugin.sh`;
-      await Deno.writeTextFile(
-        plugin,
-        `#!/usr/bin/env bash
-n=$(( $(cat "${dir}/count" 2>/dev/null || echo 0) + 1 )); echo $n > "${dir}/count"
+    await using dir = await tempDir();
+    // The plugin's first credential is rejected (401), then it is run again for the good one.
+    const plugin = `${dir.path}/plugin.sh`;
+    await Deno.writeTextFile(
+      plugin,
+      `#!/usr/bin/env bash
+n=$(( $(cat "${dir.path}/count" 2>/dev/null || echo 0) + 1 )); echo $n > "${dir.path}/count"
 token="${plane.adminToken}"; [ "$n" -le 1 ] && token="${bad}"
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"
 `,
-      );
-      await Deno.chmod(plugin, 0o700);
-      const viaPlugin = await kubeconfigWith(dir, {
-        exec: {
-          apiVersion: "client.authentication.k8s.io/v1",
-          command: plugin,
-          interactiveMode: "Never",
-        },
-      });
-      {
-        await using op = await spawnOperator(
-          ["tests/fixtures/secret_handlers.ts", "-n", namespace, "--standalone", "--debug"],
-          { KUBECONFIG: viaPlugin },
-        );
-        await eventually(() => Deno.readTextFile(`${dir}/count`).catch(() => ""), 30_000);
-        await handled(client, namespace, "via-plugin", op.lines);
-        assert.equal(await op.stop(), 0);
-        assert.equal((await Deno.readTextFile(`${dir}/count`)).trim(), "2", "a 401, one re-run");
-        assert.deepEqual(leaks(op.lines, [bad, plane.adminToken]), []);
-      }
-
-      // A client certificate and key, inline in the kubeconfig.
-      await Deno.remove(`${dir}/kubeconfig`);
-      const viaCert = await kubeconfigWith(dir, {
-        "client-certificate-data": btoa(plane.adminCertPem),
-        "client-key-data": btoa(plane.adminKeyPem),
-      });
-      const keyBody = plane.adminKeyPem.split("\n").filter((l) => l && !l.startsWith("-----"));
+    );
+    await Deno.chmod(plugin, 0o700);
+    const viaPlugin = await kubeconfigWith(dir.path, {
+      exec: {
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: plugin,
+        interactiveMode: "Never",
+      },
+    });
+    {
       await using op = await spawnOperator(
         ["tests/fixtures/secret_handlers.ts", "-n", namespace, "--standalone", "--debug"],
-        { KUBECONFIG: viaCert },
+        { KUBECONFIG: viaPlugin },
       );
-      await handled(client, namespace, "via-cert", op.lines);
-      const events = await eventually(
-        async () => {
-          const found = await eventMessages(client, namespace);
-          return found.some((m) => /succeeded/.test(m)) ? found : undefined;
-        },
-        30_000,
-        `Events of the handler runs; output:\n${op.lines.slice(-40).join("\n")}`,
-      );
+      await eventually(() => Deno.readTextFile(`${dir.path}/count`).catch(() => ""), 30_000);
+      await handled(client, namespace, "via-plugin", op.lines);
       assert.equal(await op.stop(), 0);
-      assert.deepEqual(
-        leaks([...op.lines, ...events], [
-          bad,
-          plane.adminToken,
-          btoa(plane.adminKeyPem).slice(0, 40),
-          ...keyBody,
-        ]),
-        [],
-      );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+      assert.equal((await Deno.readTextFile(`${dir.path}/count`)).trim(), "2", "a 401, one re-run");
+      assert.deepEqual(leaks(op.lines, [bad, plane.adminToken]), []);
     }
+
+    // A client certificate and key, inline in the kubeconfig.
+    await Deno.remove(`${dir.path}/kubeconfig`);
+    const viaCert = await kubeconfigWith(dir.path, {
+      "client-certificate-data": btoa(plane.adminCertPem),
+      "client-key-data": btoa(plane.adminKeyPem),
+    });
+    const keyBody = plane.adminKeyPem.split("\n").filter((l) => l && !l.startsWith("-----"));
+    await using op = await spawnOperator(
+      ["tests/fixtures/secret_handlers.ts", "-n", namespace, "--standalone", "--debug"],
+      { KUBECONFIG: viaCert },
+    );
+    await handled(client, namespace, "via-cert", op.lines);
+    const events = await eventually(
+      async () => {
+        const found = await eventMessages(client, namespace);
+        return found.some((m) => /succeeded/.test(m)) ? found : undefined;
+      },
+      30_000,
+      `Events of the handler runs; output:\n${op.lines.slice(-40).join("\n")}`,
+    );
+    assert.equal(await op.stop(), 0);
+    assert.deepEqual(
+      leaks([...op.lines, ...events], [
+        bad,
+        plane.adminToken,
+        btoa(plane.adminKeyPem).slice(0, 40),
+        ...keyBody,
+      ]),
+      [],
+    );
   },
 );
 

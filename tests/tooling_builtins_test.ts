@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
 import { assertCompileErrors, denoCheck } from "./_typecheck.ts";
-import { kubeconfigPath } from "./_support.ts";
+import { kubeconfigPath, tempDir } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const here = (path: string) => decodeURIComponent(new URL(path, import.meta.url).pathname);
@@ -16,46 +16,42 @@ Deno.test(
   "kopf generate builtins: kits/builtins.ts is what the test control plane's OpenAPI documents generate (X-TOOL-05)",
   opts,
   async () => {
-    const dir = await Deno.makeTempDir();
-    try {
-      const lines: string[] = [];
-      const code = await main(
-        [
-          "generate",
-          "builtins",
-          "-o",
-          `${dir}/builtins.ts`,
-          "--import",
-          "../core/intents/typed_resources.ts",
-        ],
-        { kubeconfig: await kubeconfigPath(), write: (line) => lines.push(line) },
-      );
-      assert.equal(code, 0, lines.join("\n"));
-      const generated = (await Deno.readTextFile(`${dir}/builtins.ts`))
-        .replace(`-o ${dir}/builtins.ts`, "-o kits/builtins.ts");
-      const checkedIn = await Deno.readTextFile(here("../kits/builtins.ts"));
-      assert.equal(
-        generated,
-        checkedIn,
-        "generate again: kopf generate builtins -o kits/builtins.ts --import ../core/intents/typed_resources.ts",
-      );
-      for (
-        const kind of [
-          "Pod",
-          "Deployment",
-          "Service",
-          "ConfigMap",
-          "Secret",
-          "Job",
-          "Event",
-          "Lease",
-          "Namespace",
-        ]
-      ) {
-        assert.match(checkedIn, new RegExp(`export interface ${kind} extends TypedObject<`), kind);
-      }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+    await using dir = await tempDir();
+    const lines: string[] = [];
+    const code = await main(
+      [
+        "generate",
+        "builtins",
+        "-o",
+        `${dir.path}/builtins.ts`,
+        "--import",
+        "../core/intents/typed_resources.ts",
+      ],
+      { kubeconfig: await kubeconfigPath(), write: (line) => lines.push(line) },
+    );
+    assert.equal(code, 0, lines.join("\n"));
+    const generated = (await Deno.readTextFile(`${dir.path}/builtins.ts`))
+      .replace(`-o ${dir.path}/builtins.ts`, "-o kits/builtins.ts");
+    const checkedIn = await Deno.readTextFile(here("../kits/builtins.ts"));
+    assert.equal(
+      generated,
+      checkedIn,
+      "generate again: kopf generate builtins -o kits/builtins.ts --import ../core/intents/typed_resources.ts",
+    );
+    for (
+      const kind of [
+        "Pod",
+        "Deployment",
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "Job",
+        "Event",
+        "Lease",
+        "Namespace",
+      ]
+    ) {
+      assert.match(checkedIn, new RegExp(`export interface ${kind} extends TypedObject<`), kind);
     }
   },
 );

@@ -26,6 +26,7 @@ import {
   KOPFEXAMPLES,
   kubeconfigPath,
   sleep,
+  tempDir,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -480,14 +481,14 @@ Deno.test(
     await applyCrds(client, "crds/peering.yaml");
     await applyCrds(client, "examples/18-walkthrough-evc/crd.yaml");
     await applyCrds(client, "examples/20-reconcile/crd.yaml");
-    const dir = await Deno.makeTempDir({ prefix: "kopf-rbac-" });
+    await using dir = await tempDir("kopf-rbac-");
     const prepared: Prepared[] = [];
     try {
-      for (const test of CASES) prepared.push(await prepare(test, dir));
+      for (const test of CASES) prepared.push(await prepare(test, dir.path));
       const failures: string[] = [];
       for (let i = 0; i < prepared.length; i += 4) {
         const batch = prepared.slice(i, i + 4);
-        const results = await Promise.allSettled(batch.map((p) => prove(client, p, dir)));
+        const results = await Promise.allSettled(batch.map((p) => prove(client, p, dir.path)));
         results.forEach((result, j) => {
           if (result.status === "rejected") {
             failures.push(`${batch[j]!.test.example}: ${result.reason?.stack ?? result.reason}`);
@@ -506,7 +507,6 @@ Deno.test(
         await client.api.delete(WEBHOOKS, `${p.namespace}.kopf.dev`).catch(() => {});
         await deleteNamespace(plane, p.namespace).catch(() => {});
       }
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
 );
