@@ -20,7 +20,7 @@ import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
 import { CRD_VARIANTS } from "./lib/config.ts";
 import { applyCrd, waitForCrd, warmUp } from "./lib/setup.ts";
-import { RUNTIME_V8_FLAGS } from "../core/api/generate/build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../core/api/generate/build.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -95,13 +95,15 @@ for (let rep = 0; rep < reps; rep++) {
     const script = variant.contender === "kopf-ts"
       ? ["cli.ts", "run", "bench/handlers/kopf_ts.ts", "-n", ns, "--standalone", "-q"]
       : ["bench/handlers/raw_floor.ts", "-n", ns];
-    // kopf-ts with the V8 flags its binary carries, unless the variant names its own.
+    // kopf-ts with the V8 flags its binary carries, unless the variant names its own (and its
+    // Deno flags).
     const v8Flags = variant.v8Flags.length || variant.contender !== "kopf-ts"
       ? variant.v8Flags
       : RUNTIME_V8_FLAGS;
     const args = [
       "run",
       "-A",
+      ...(variant.contender === "kopf-ts" ? RUNTIME_DENO_FLAGS : []),
       ...(v8Flags.length ? [`--v8-flags=${v8Flags.join(",")}`] : []),
       ...(values["deno-flag"] ?? []),
       ...script,

@@ -9,7 +9,14 @@
 import assert from "node:assert/strict";
 import { compileFailure, planBuild } from "../core/api/generate/build.ts";
 import { spawnDeno } from "./_operator.ts";
-import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
+import {
+  applyCrds,
+  eventually,
+  KOPFEXAMPLES,
+  tempDir,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -83,7 +90,8 @@ Deno.test(
     assert.deepEqual(words.slice(1), [
       "compile",
       "-A",
-      "--v8-flags=--max-semi-space-size=8",
+      "--no-code-cache",
+      "--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier",
       "--include",
       `${ROOT}/examples/01-minimal/example.ts`,
       "--include",
@@ -95,24 +103,20 @@ Deno.test(
       `${ROOT}/.kopf/build/main.ts`,
     ]);
 
-    const dir = await Deno.makeTempDir();
-    try {
-      const built = await kopf(["build", "examples/01-minimal/example.ts", "-o", `${dir}/op`]);
-      if (built.code === 0) {
-        // The runtime could be downloaded: the binary is kopf run with the handlers.
-        const help = await new Deno.Command(`${dir}/op`, { args: ["--help"] }).output();
-        assert.match(new TextDecoder().decode(help.stdout), /Usage: kopf run/);
-      } else {
-        const errors = built.stderr.split("\n").filter((l) => l.startsWith("error:"));
-        assert.equal(errors.length, 1, built.stderr);
-        assert.match(
-          errors[0]!,
-          /^error: deno compile could not download its runtime \(denort\) from dl\.deno\.land .*DENORT_BIN/,
-        );
-        assert.doesNotMatch(built.stderr, /Stack backtrace|Caused by/);
-      }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+    await using dir = await tempDir();
+    const built = await kopf(["build", "examples/01-minimal/example.ts", "-o", `${dir.path}/op`]);
+    if (built.code === 0) {
+      // The runtime could be downloaded: the binary is kopf run with the handlers.
+      const help = await new Deno.Command(`${dir.path}/op`, { args: ["--help"] }).output();
+      assert.match(new TextDecoder().decode(help.stdout), /Usage: kopf run/);
+    } else {
+      const errors = built.stderr.split("\n").filter((l) => l.startsWith("error:"));
+      assert.equal(errors.length, 1, built.stderr);
+      assert.match(
+        errors[0]!,
+        /^error: deno compile could not download its runtime \(denort\) from dl\.deno\.land .*DENORT_BIN/,
+      );
+      assert.doesNotMatch(built.stderr, /Stack backtrace|Caused by/);
     }
 
     // Bad input: one line each.
@@ -134,7 +138,8 @@ Deno.test(
     assert.deepEqual(plan.args, [
       "compile",
       "-A",
-      "--v8-flags=--max-semi-space-size=8",
+      "--no-code-cache",
+      "--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier",
       "--include",
       "/src/h.ts",
       "--output",

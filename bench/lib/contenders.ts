@@ -5,7 +5,7 @@
  */
 import type { CrdVariant } from "./config.ts";
 import { processTree } from "./procs.ts";
-import { RUNTIME_V8_FLAGS } from "../../core/api/generate/build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../../core/api/generate/build.ts";
 
 export const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -47,8 +47,8 @@ function logEventVariants(base: Contender): Contender[] {
 export function contenders(venv: string | undefined): Contender[] {
   const kopfTs = (ns: string) => [
     `${ROOT}/tools/deno.sh`,
-    // The V8 flags that `kopf build` bakes into the operator's binary (and the Dockerfile's).
-    ...["run", "-A", `--v8-flags=${RUNTIME_V8_FLAGS.join(",")}`],
+    // The flags that `kopf build` bakes into the operator's binary (and the Dockerfile's).
+    ...["run", "-A", ...RUNTIME_DENO_FLAGS, `--v8-flags=${RUNTIME_V8_FLAGS.join(",")}`],
     ...["cli.ts", "run", "bench/handlers/kopf_ts.ts"],
     ...["-n", ns, "--standalone", "-q"],
   ];

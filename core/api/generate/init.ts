@@ -19,7 +19,7 @@ import { on } from "../on.ts";
 import { type ToolingIo, UsageError } from "./commands.ts";
 import { rbacDocuments, renderYaml, requiredPermissions, resourcesOfCrds } from "./rbac.ts";
 import { generateTypes } from "./types.ts";
-import { RUNTIME_V8_FLAGS } from "./build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./build.ts";
 
 /** What a new project is made of. */
 export interface InitOptions {
@@ -106,7 +106,7 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
     JSON.stringify(
       {
         tasks: {
-          run: `deno run -A --v8-flags=${
+          run: `deno run -A ${RUNTIME_DENO_FLAGS.join(" ")} --v8-flags=${
             RUNTIME_V8_FLAGS.join(",")
           } kopf.ts run handlers.ts --all-namespaces --standalone --verbose`,
           dev: `deno run -A kopf.ts run --embedded --crd ${crdPath} handlers.ts --verbose`,
