@@ -6,6 +6,7 @@
 
 import type { AdmissionContext } from "../intents/contexts.ts";
 import {
+  handlerFilters,
   type HandlerFn,
   handlerId,
   type WebhookHandler,
@@ -15,13 +16,7 @@ import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import { type Operation, OPERATIONS } from "../structs/admission.ts";
-import {
-  type Default,
-  type HandlerOptions,
-  optionalField,
-  splitArgs,
-  validateFilters,
-} from "./_on_options.ts";
+import { type Default, type HandlerOptions, splitArgs, validateFilters } from "./_on_options.ts";
 
 /** Options of admission handlers (`on.validate`, `on.mutate`); never retried. */
 export interface AdmissionOptions<C = never> extends HandlerOptions<C> {
@@ -92,18 +87,14 @@ function registerWebhook(
       throw new TypeError(`Unknown operation '${operation}'; use ${OPERATIONS.join(", ")}`);
     }
   }
-  const field = optionalField(options);
+  const filters = handlerFilters(options);
   const handler: WebhookHandler = {
     kind: "webhook",
     webhook: kind,
-    id: handlerId(options.id, fn, field),
+    id: handlerId(options.id, fn, filters.field),
     fn,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as WebhookHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
     operations: operations?.length ? [...operations] : undefined,
     subresource: options.subresource ?? undefined,
     persistent: Boolean(options.persistent),

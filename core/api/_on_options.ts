@@ -8,7 +8,7 @@ import type { ErrorsMode } from "../actions/execution.ts";
 import type { ChangingContext, EventContext, FieldContext } from "../intents/contexts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
-import { type FieldPath, type FieldSpec, parseField } from "../structs/dicts.ts";
+import type { FieldSpec } from "../structs/dicts.ts";
 
 /** Options every resource handler accepts. */
 export interface HandlerOptions<C = never> {
@@ -101,11 +101,4 @@ export function validateFilters(options: UpdateOptions<unknown>): void {
       }
     }
   }
-}
-
-/** The `field` option as a path, if given. */
-export function optionalField(options: HandlerOptions<unknown>): FieldPath | undefined {
-  return options.field === undefined || options.field === null
-    ? undefined
-    : parseField(options.field);
 }

@@ -7,6 +7,7 @@
 import type { EventContext, FieldContext } from "../intents/contexts.ts";
 import {
   type ChangingHandler,
+  handlerFilters,
   type HandlerFn,
   handlerId,
   type Reason,
@@ -22,7 +23,6 @@ import {
   type FieldChanging,
   type FieldOptions,
   type HandlerOptions,
-  optionalField,
   type ResumeOptions,
   splitArgs,
   type UpdateOptions,
@@ -37,17 +37,14 @@ export function registerChanging(
   fn: HandlerFn<never>,
 ): void {
   validateFilters(options);
-  const field = optionalField(options);
+  const filters = handlerFilters(options);
+  const field = filters.field;
   const handler: ChangingHandler = {
     kind: "changing",
     id: handlerId(options.id, fn, field),
     fn,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as ChangingHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
     old: options.old,
     new: options.new,
     errors: options.errors,
@@ -87,17 +84,13 @@ export function registerEvent<S = Default, T = Default>(
     maybeFn,
   );
   validateFilters(options as HandlerOptions<unknown>);
-  const field = optionalField(options as HandlerOptions<unknown>);
+  const filters = handlerFilters(options);
   const handler: WatchingHandler = {
     kind: "watching",
-    id: handlerId(options.id, fn as HandlerFn<never>, field),
+    id: handlerId(options.id, fn as HandlerFn<never>, filters.field),
     fn: fn as HandlerFn<never>,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as WatchingHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
   };
   (options.registry ?? getDefaultRegistry()).register(parseSelector(spec), handler);
   return fn;

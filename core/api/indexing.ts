@@ -20,11 +20,16 @@
 import type { ErrorsMode } from "../actions/execution.ts";
 import type { ResourceContext } from "../intents/contexts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
-import { defaultHandlerId, type HandlerFn, type IndexingHandler } from "../intents/handlers.ts";
+import {
+  defaultHandlerId,
+  handlerFilters,
+  type HandlerFn,
+  type IndexingHandler,
+} from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
-import { type FieldSpec, parseField } from "../structs/dicts.ts";
+import type { FieldSpec } from "../structs/dicts.ts";
 
 /** Options of index handlers. */
 export interface IndexOptions {
@@ -75,19 +80,12 @@ export function index<S = Record<string, unknown>, T = Record<string, unknown>>(
 ): Indexing<S, T> {
   const options = (maybeFn === undefined ? {} : optionsOrFn) as IndexOptions;
   const fn = (maybeFn ?? optionsOrFn) as Indexing<S, T>;
-  const field = options.field === undefined || options.field === null
-    ? undefined
-    : parseField(options.field);
   const handler: IndexingHandler = {
     kind: "indexing",
     id: options.id ?? defaultHandlerId(fn as HandlerFn<never>),
     fn: fn as HandlerFn<never>,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as IndexingHandler["when"],
-    field,
-    value: options.value,
+    ...handlerFilters(options),
     errors: options.errors ?? "ignored",
     backoff: options.backoff,
   };

@@ -24,7 +24,7 @@
  */
 
 import type { ErrorsMode } from "../actions/execution.ts";
-import { defaultHandlerId, type HandlerFn } from "../intents/handlers.ts";
+import { defaultHandlerId, handlerFilters, type HandlerFn } from "../intents/handlers.ts";
 import type {
   ObjectKey,
   ReconcileContext,
@@ -33,7 +33,6 @@ import type {
 } from "../intents/reconciliation.ts";
 import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
-import { parseField } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import type { HandlerOptions } from "./_on_options.ts";
 
@@ -119,10 +118,8 @@ export function reconcile<S = Record<string, unknown>, T = Record<string, unknow
       throw new TypeError("on.reconcile(): each watches entry needs a resource and a map function");
     }
   }
-  const field = options.field === undefined || options.field === null
-    ? undefined
-    : parseField(options.field);
-  const id = options.id ?? defaultHandlerId(fn as HandlerFn<never>, field);
+  const filters = handlerFilters(options);
+  const id = options.id ?? defaultHandlerId(fn as HandlerFn<never>, filters.field);
   const finalizer = options.finalizer === true
     ? `reconcile.kopf.dev/${id.replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 63)}`
     : typeof options.finalizer === "string" && options.finalizer
@@ -133,11 +130,7 @@ export function reconcile<S = Record<string, unknown>, T = Record<string, unknow
     id,
     fn: fn as HandlerFn<never>,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as ReconcilingHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
     errors: options.errors,
     backoff: options.backoff,
     retries: options.retries,

@@ -20,11 +20,16 @@
 import type { ErrorsMode } from "../actions/execution.ts";
 import type { SpawnedContext } from "../engines/daemons.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
-import { type HandlerFn, handlerId, type SpawningHandler } from "../intents/handlers.ts";
+import {
+  handlerFilters,
+  type HandlerFn,
+  handlerId,
+  type SpawningHandler,
+} from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
-import { type FieldSpec, parseField } from "../structs/dicts.ts";
+import type { FieldSpec } from "../structs/dicts.ts";
 
 /** Options shared by daemons and timers. */
 export interface SpawningOptions {
@@ -94,20 +99,14 @@ function register(
   if (spawn === "timer" && options.interval !== undefined && !(options.interval > 0)) {
     throw new RangeError(`A timer's interval must be positive, got ${options.interval}`);
   }
-  const field = options.field === undefined || options.field === null
-    ? undefined
-    : parseField(options.field);
+  const filters = handlerFilters(options);
   const handler: SpawningHandler = {
     kind: "spawning",
     spawn,
-    id: handlerId(options.id, fn as HandlerFn<never>, field),
+    id: handlerId(options.id, fn as HandlerFn<never>, filters.field),
     fn: fn as HandlerFn<never>,
     param: options.param,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as SpawningHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
     errors: options.errors,
     timeout: options.timeout,
     retries: options.retries,

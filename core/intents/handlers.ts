@@ -6,7 +6,7 @@
 
 import type { ErrorsMode } from "../actions/execution.ts";
 import type { Operation } from "../structs/admission.ts";
-import type { FieldPath } from "../structs/dicts.ts";
+import { type FieldPath, type FieldSpec, parseField } from "../structs/dicts.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "./filters.ts";
 import type { SelectorFields } from "./selectors.ts";
 
@@ -46,6 +46,38 @@ export interface BaseHandler {
   readonly field?: FieldPath | undefined;
   /** Value filter of `field` (default: PRESENT for non-update handlers). */
   readonly value?: ValueFilter | undefined;
+}
+
+/** The filters a resource handler's options may give (`on.*`, daemons, timers, sub-handlers…). */
+export interface FilterOptions {
+  /** Label filters. */
+  readonly labels?: MetaFilter | undefined;
+  /** Annotation filters. */
+  readonly annotations?: MetaFilter | undefined;
+  /** Whole-object callback filter. */
+  readonly when?: WhenCallback | undefined;
+  /** The field, as a dotted path or a list of keys. */
+  readonly field?: FieldSpec;
+  /** Value filter of `field`. */
+  readonly value?: ValueFilter | undefined;
+}
+
+/**
+ * The filter fields of a handler record, from its options (the field parsed into a path).
+ * @param options The handler's options.
+ * @returns Labels, annotations, `when`, field and value, for spreading into the record.
+ */
+export function handlerFilters(
+  options: FilterOptions,
+): Pick<BaseHandler, "labels" | "annotations" | "when" | "field" | "value"> {
+  const field = options.field;
+  return {
+    labels: options.labels,
+    annotations: options.annotations,
+    when: options.when,
+    field: field === undefined || field === null ? undefined : parseField(field),
+    value: options.value,
+  };
 }
 
 /** Options of handlers that are retried and persisted. */

@@ -24,9 +24,14 @@ import type {
   ResourceContext,
   SubhandlerOptions,
 } from "../intents/contexts.ts";
-import { type ChangingHandler, defaultHandlerId, type Reason } from "../intents/handlers.ts";
+import {
+  type ChangingHandler,
+  defaultHandlerId,
+  handlerFilters,
+  type Reason,
+} from "../intents/handlers.ts";
 import { reduce } from "../structs/diffs.ts";
-import { parseField, resolve } from "../structs/dicts.ts";
+import { resolve } from "../structs/dicts.ts";
 import {
   changingFilterContext,
   matchChangingHandlers,
@@ -182,25 +187,20 @@ function subhandlerRecord(
   fn: ChangingHandler["fn"],
   options: SubhandlerOptions,
 ): ChangingHandler {
-  const spec = options.field;
-  const field = spec === undefined || spec === null ? undefined : parseField(spec);
+  const filters = handlerFilters(options);
   return {
     kind: "changing",
     id: `${parent.id}/${id}`,
     fn,
     param: options.param,
     reason: parent.reason,
-    fieldMustChange: field !== undefined && changesFields(parent),
+    fieldMustChange: filters.field !== undefined && changesFields(parent),
     requiresFinalizer: false,
     errors: options.errors ?? ErrorsMode.TEMPORARY,
     timeout: options.timeout,
     retries: options.retries,
     backoff: options.backoff,
-    labels: options.labels,
-    annotations: options.annotations,
-    when: options.when as ChangingHandler["when"],
-    field,
-    value: options.value,
+    ...filters,
     old: options.old,
     new: options.new,
   };
