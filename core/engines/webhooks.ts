@@ -15,8 +15,8 @@
  * @module
  */
 
+import { handleWebhookRequest as handle } from "./webhook_requests.ts";
 import type {
-  AdmissionReview,
   WebhookClientConfig,
   WebhookFn,
   WebhookServeOptions,
@@ -238,27 +238,5 @@ export class WebhookAutoServer extends WebhookServer {
       this.port = server.port;
       yield config;
     }
-  }
-}
-
-async function handle(request: Request, root: string, fn: WebhookFn): Promise<Response> {
-  const path = new URL(request.url).pathname;
-  if (request.method !== "POST") return new Response("Method not allowed\n", { status: 405 });
-  if (path !== root && !path.startsWith(`${root}/`)) {
-    return new Response("Not found\n", { status: 404 });
-  }
-  const rest = path.slice(root.length).replace(/^\/+/, "");
-  const webhook = rest ? decodeURIComponent(rest) : undefined;
-  let review: AdmissionReview;
-  try {
-    review = await request.json() as AdmissionReview;
-  } catch {
-    return new Response("The body is not JSON\n", { status: 400 });
-  }
-  const headers = Object.fromEntries(request.headers);
-  try {
-    return Response.json(await fn(review, { webhook, headers, sslpeer: null }));
-  } catch (error) {
-    return new Response(`${error instanceof Error ? error.message : error}\n`, { status: 400 });
   }
 }
