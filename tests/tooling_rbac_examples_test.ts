@@ -88,6 +88,8 @@ interface Case {
   readonly example: string;
   /** Extra options of both `kopf run` and `kopf generate rbac`. */
   readonly args?: readonly string[];
+  /** Extra options of `kopf generate rbac` only. */
+  readonly rbacArgs?: (namespace: string) => readonly string[];
   readonly env?: (namespace: string) => Record<string, string>;
   /** The line that says the operator is ready (default: watching kopfexamples). */
   readonly ready?: (namespace: string) => RegExp;
@@ -235,6 +237,8 @@ const CASES: readonly Case[] = [
       WEBHOOK_PORT: String(freePort()),
       WEBHOOK_MANAGED: `${namespace}.kopf.dev`,
     }),
+    // What the example's startup handler sets in settings.admission.managed.
+    rbacArgs: (namespace) => ["--admission-managed", `${namespace}.kopf.dev`],
     ready: () => /Reconfiguring the validating webhook configuration/,
     scenario: async (fx) => {
       await eventually(
@@ -250,6 +254,22 @@ const CASES: readonly Case[] = [
         30_000,
         "an object admitted by the webhooks",
       );
+      // Its own configuration by name only: another one can be neither read nor patched.
+      const user = `system:serviceaccount:${fx.namespace}:kopf-${fx.namespace}`;
+      for (const verb of ["get", "patch"]) {
+        const attributes = { verb, resource: "validatingwebhookconfigurations" };
+        assert.ok(
+          await allowed(fx.client, user, { ...attributes, name: `${fx.namespace}.kopf.dev` }),
+        );
+        assert.ok(!await allowed(fx.client, user, { ...attributes, name: "other.kopf.dev" }));
+        assert.ok(
+          !await allowed(fx.client, user, {
+            ...attributes,
+            resource: "mutatingwebhookconfigurations",
+            name: "other.kopf.dev",
+          }),
+        );
+      }
     },
   },
   {
@@ -302,6 +322,28 @@ const CASES: readonly Case[] = [
   },
   { example: "99-all-at-once", scenario: lifecycle },
 ];
+
+/** Whether the authorizer allows `user` a verb on an admission resource (SubjectAccessReview). */
+async function allowed(
+  client: KubeClient,
+  user: string,
+  attributes: { verb: string; resource: string; name: string },
+): Promise<boolean> {
+  const review = await client.http.json<{ status?: { allowed?: boolean } }>({
+    method: "POST",
+    path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    body: {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user,
+        groups: ["system:serviceaccounts", "system:authenticated"],
+        resourceAttributes: { group: "admissionregistration.k8s.io", ...attributes },
+      },
+    },
+  });
+  return review.status?.allowed === true;
+}
 
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -397,6 +439,7 @@ async function prepare(test: Case, dir: string): Promise<Prepared> {
     "--name",
     name,
     ...(test.args ?? []),
+    ...(test.rbacArgs?.(namespace) ?? []),
   ];
   const { code, out } = await kopf([...args, "-o", file]);
   assert.equal(code, 0, out);
@@ -443,8 +486,12 @@ async function prove(client: KubeClient, p: Prepared, dir: string): Promise<void
   // One rule less: --verify names each of its permissions.
   const role = p.docs.find((d) => d.kind === "Role") ??
     p.docs.find((d) => d.kind === "ClusterRole")!;
-  const rules = role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+  const rules = role.rules as Array<
+    { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }
+  >;
   const removed = rules.at(-1)!;
+  // One missing permission per verb and (for a rule restricted by name) per name.
+  const expected = removed.verbs.length * (removed.resourceNames?.length ?? 1);
   await apply(client, [{ ...role, rules: rules.slice(0, -1) }]);
   const [group] = removed.apiGroups;
   const [resource] = removed.resources;
@@ -458,18 +505,17 @@ async function prove(client: KubeClient, p: Prepared, dir: string): Promise<void
     async () => {
       const result = await kopf([...p.args, "--verify"]);
       last = result.out;
-      return result.code === 1 && missingOf(result.out).length === removed.verbs.length &&
-        result.out;
+      return result.code === 1 && missingOf(result.out).length === expected && result.out;
     },
     60_000,
-    `${test.example}: --verify to fail naming the removed rule's ${removed.verbs.length} permissions`,
+    `${test.example}: --verify to fail naming the removed rule's ${expected} permissions`,
   ).catch((error) => {
     throw new Error(`${error.message}; last answer:\n${last}`);
   });
   for (const verb of removed.verbs) {
     assert.match(said, new RegExp(`^missing: ${verb} ${what.replace(".", "\\.")} `, "m"), said);
   }
-  assert.equal(missingOf(said).length, removed.verbs.length, said);
+  assert.equal(missingOf(said).length, expected, said);
 }
 
 Deno.test(

@@ -390,7 +390,6 @@ function rbacYaml(
     accountNamespace: name,
     standalone: true,
     leases: undefined,
-    admission: true,
   };
   const permissions = requiredPermissions(registry, resourcesOfCrds([crd]), options);
   return renderYaml(rbacDocuments(permissions, options), [

@@ -10,15 +10,20 @@
  *   `patch` on `…/status` when the resource has that subresource;
  * - `create` Events where handled objects live (the credentials' namespace for cluster-scoped
  *   objects);
- * - peering unless standalone: `get`, `list`, `watch`, `patch` its peering objects;
- * - Leases (`get`, `create`, `update`) with leader election or shards;
- * - admission configurations (`get`, `create`, `patch`) when there are webhook handlers;
+ * - peering unless standalone: `get`, `list`, `watch`, `patch` its peering objects, by name
+ *   (the operator reads and watches only the one object, with a `metadata.name` field selector);
+ * - Leases with leader election (`get`, `update` of its Lease by name; `create`) or shards
+ *   (`get`, `list`, `create`, `update`, `delete`: their names are generated from a prefix);
+ * - managed admission configurations (`get`, `patch` by name; `create`), only when the
+ *   configuration's name is given (`settings.admission.managed` is set by a startup handler at
+ *   run time, which this generator does not run) and there are webhook handlers of that kind;
  * - reconcile handlers: the reconciled resource (`list`, `watch`, `patch`, `…/status`), what they
  *   own (`list`, `watch`, `create`, `patch`: server-side apply) and watch (`list`, `watch`);
  * - what handler code declares with `declarePermissions()`.
  *
  * Namespaced permissions for literal namespaces go to a Role in each; cluster-wide operators
- * (`-A`) and namespace globs get a ClusterRole.
+ * (`-A`) and namespace globs get a ClusterRole. `create` is never restricted by name:
+ * Kubernetes' RBAC cannot (the name is not part of the request when it is authorized).
  * @module
  */
 
@@ -44,8 +49,20 @@ export interface RbacOptions {
   readonly standalone: boolean;
   /** The Lease namespace with leader election or shards; `undefined`: no Leases. */
   readonly leases: string | undefined;
-  /** Grant managing admission configurations when there are webhook handlers. */
-  readonly admission: boolean;
+  /**
+   * With `leases`: the shards' Leases (`--shards`; names made from a prefix, so not restricted
+   * by name) instead of leader election's one Lease. @default false
+   */
+  readonly shards?: boolean;
+  /** With `leases` and leader election: the Lease's name. @default "kopf-leader" */
+  readonly leaseName?: string;
+  /** The peering object's name (`--peering`). @default "default" */
+  readonly peering?: string;
+  /**
+   * The name of the managed webhook configurations (`settings.admission.managed`); `undefined`:
+   * the operator manages none, and gets no permission on webhook configurations.
+   */
+  readonly admissionManaged?: string | undefined;
 }
 
 /** Where a permission applies. */
@@ -59,6 +76,8 @@ export interface Permission {
   readonly resource: string;
   /** Verbs, sorted. */
   readonly verbs: readonly string[];
+  /** Only these objects (RBAC's `resourceNames`); absent: any object. */
+  readonly resourceNames?: readonly string[];
   /** Cluster-wide, or one namespace. */
   readonly scope: Scope;
   /** Why the operator needs it (becomes a comment). */
@@ -67,6 +86,8 @@ export interface Permission {
 
 const CRDS = { group: "apiextensions.k8s.io", plural: "customresourcedefinitions" };
 const PEERINGS = { group: "kopf.dev", namespaced: "kopfpeerings", cluster: "clusterkopfpeerings" };
+const LEASES = { group: "coordination.k8s.io", plural: "leases" };
+const ADMISSION = "admissionregistration.k8s.io";
 const VERB_ORDER = [
   "get",
   "list",
@@ -104,10 +125,14 @@ export function requiredPermissions(
     verbs: readonly string[],
     scope: Scope,
     reason: string,
+    resourceNames?: readonly string[],
   ) => {
-    const key = JSON.stringify([group, resource, scope]);
-    const entry = out.get(key) ??
-      { p: { group, resource, verbs: [], scope, reason }, verbs: new Set(), reasons: new Set() };
+    const key = JSON.stringify([group, resource, scope, resourceNames ?? null]);
+    const entry = out.get(key) ?? {
+      p: { group, resource, verbs: [], scope, reason, ...(resourceNames ? { resourceNames } : {}) },
+      verbs: new Set(),
+      reasons: new Set(),
+    };
     for (const verb of verbs) entry.verbs.add(verb);
     entry.reasons.add(reason);
     out.set(key, entry);
@@ -238,46 +263,80 @@ export function requiredPermissions(
   }
 
   if (!options.standalone) {
+    // The operator gets and watches (field selector `metadata.name=`) its one peering object,
+    // and patches its own entry into it: all by name.
+    const peering = [options.peering ?? "default"];
+    const verbs = ["get", "list", "watch", "patch"];
     if (options.clusterwide || !options.namespaces.length) {
       add(
         PEERINGS.group,
         PEERINGS.cluster,
-        ["get", "list", "watch", "patch"],
+        verbs,
         { cluster: true },
-        "peering of cluster-wide operators",
+        "peering of cluster-wide operators (the peering object by name)",
+        peering,
       );
     } else {
       for (const scope of scopesOf(true)) {
         add(
           PEERINGS.group,
           PEERINGS.namespaced,
-          ["get", "list", "watch", "patch"],
+          verbs,
           scope,
-          "peering in the served namespaces",
+          "peering in the served namespaces (the peering object by name)",
+          peering,
         );
       }
     }
   }
   if (options.leases !== undefined) {
-    add(
-      "coordination.k8s.io",
-      "leases",
-      ["get", "create", "update"],
-      { namespace: options.leases },
-      "Leases of leader election or shards",
-    );
+    const scope = { namespace: options.leases };
+    if (options.shards) {
+      add(
+        LEASES.group,
+        LEASES.plural,
+        ["get", "list", "create", "update", "delete"],
+        scope,
+        "shard and membership Leases (names made from a prefix: not restrictable by name)",
+      );
+    } else {
+      add(
+        LEASES.group,
+        LEASES.plural,
+        ["get", "update"],
+        scope,
+        "leader election: its Lease, by name",
+        [options.leaseName ?? "kopf-leader"],
+      );
+      add(
+        LEASES.group,
+        LEASES.plural,
+        ["create"],
+        scope,
+        "leader election: create its Lease when absent (create cannot be restricted by name)",
+      );
+    }
   }
-  if (options.admission) {
+  if (options.admissionManaged !== undefined) {
     for (const kind of ["validating", "mutating"] as const) {
-      if (registry.webhooks(kind).length) {
-        add(
-          "admissionregistration.k8s.io",
-          `${kind}webhookconfigurations`,
-          ["get", "create", "patch"],
-          { cluster: true },
-          "managed admission webhook configuration (settings.admission.managed)",
-        );
-      }
+      if (!registry.webhooks(kind).length) continue;
+      const resource = `${kind}webhookconfigurations`;
+      add(
+        ADMISSION,
+        resource,
+        ["get", "patch"],
+        { cluster: true },
+        "managed admission webhook configuration (settings.admission.managed), by name",
+        [options.admissionManaged],
+      );
+      add(
+        ADMISSION,
+        resource,
+        ["create"],
+        { cluster: true },
+        "managed admission webhook configuration: create it when absent (create cannot be " +
+          "restricted by name: this allows creating any webhook configuration)",
+      );
     }
   }
   for (const declared of declaredPermissions(registry)) {
@@ -331,7 +390,7 @@ export function rbacDocuments(
     rules?.forEach((rule, i) => {
       const node = doc.getIn(["rules", i], true) as { commentBefore?: string } | undefined;
       if (node) node.commentBefore = ` ${rule.reason}`;
-      for (const key of ["apiGroups", "resources", "verbs"]) {
+      for (const key of ["apiGroups", "resources", "resourceNames", "verbs"]) {
         const list = doc.getIn(["rules", i, key], true) as { flow?: boolean } | undefined;
         if (list) list.flow = true;
       }
@@ -339,7 +398,12 @@ export function rbacDocuments(
     docs.push(doc);
   };
   const rules = (list: readonly Permission[]) =>
-    list.map((p) => ({ apiGroups: [p.group], resources: [p.resource], verbs: [...p.verbs] }));
+    list.map((p) => ({
+      apiGroups: [p.group],
+      resources: [p.resource],
+      ...(p.resourceNames ? { resourceNames: [...p.resourceNames] } : {}),
+      verbs: [...p.verbs],
+    }));
   push({
     apiVersion: "v1",
     kind: "ServiceAccount",
