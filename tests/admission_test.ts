@@ -165,10 +165,12 @@ Deno.test(
       assert.match(rejection.message, /denied the request: Meh! I don't like it/);
       assert.match(rejection.message, new RegExp(`validate1\\.${managed.replaceAll(".", "\\.")}`));
 
-      // Other exceptions reject with code 500.
+      // Other exceptions reject with code 500, naming the handler; their text stays in the log.
       const failed = await post(client, namespace, example("oops", labels, { field: "oops" }));
       assert.equal(failed.status, 500);
-      assert.match((await failed.json()).message, /Unexpected/);
+      const failure = (await failed.json()).message;
+      assert.match(failure, /Admission handler 'validate1' failed/);
+      assert.doesNotMatch(failure, /Unexpected/);
 
       // Dry runs pass the flag; the warnings reach the client as Warning headers.
       seen.length = 0;
@@ -381,6 +383,7 @@ Deno.test(
         const response = await fetch(`${config!.url}/validate1`, {
           method: "POST",
           body: JSON.stringify(review),
+          headers: { "content-type": "application/json" },
           client: http,
         });
         assert.deepEqual((await response.json()).response, {

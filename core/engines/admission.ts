@@ -102,11 +102,19 @@ export function createWebhookFn(deps: AdmissionDeps): WebhookFn {
  * Answers one AdmissionReview request: runs the matching admission handlers in parallel and
  * builds the response review.
  *
+ * It fails closed: a request nested deeper than `settings.admission.maxDepth` is denied before
+ * any handler runs, and a review that the framework fails to process (a `when` filter that
+ * throws, a mutation patch that cannot be computed) is denied with a message rather than
+ * thrown, because a failed call is an admission under `failurePolicy: Ignore`. Only handlers'
+ * {@link AdmissionError} messages reach the API client; other errors are reported by the
+ * handler's id, their details go to the operator's log.
+ *
  * @param deps Handlers, settings, logger, memo, signal.
  * @param review The request review as Kubernetes sent it.
  * @param options The webhook (handler) id, the HTTP headers, the TLS peer.
  * @returns The response review.
- * @throws {TypeError} when the review has no request or neither object nor oldObject.
+ * @throws {TypeError} when the review has no request or neither object nor oldObject (it is
+ *   not a review: the server answers 400).
  */
 export async function serveReview(
   deps: AdmissionDeps,
@@ -119,6 +127,46 @@ export async function serveReview(
   const oldBody = isMapping(request.oldObject) ? request.oldObject as KubeObject : undefined;
   const body = newBody ?? oldBody;
   if (!body) throw new TypeError("The admission request has neither object nor oldObject");
+  const answer = (response: AdmissionResponse): AdmissionReview => ({
+    apiVersion: typeof review.apiVersion === "string" ? review.apiVersion : "admission.k8s.io/v1",
+    kind: typeof review.kind === "string" ? review.kind : "AdmissionReview",
+    response,
+  });
+  const uid = typeof request.uid === "string" ? request.uid : "";
+  const maxDepth = deps.settings.admission.maxDepth;
+  // The request's own level does not count: its fields (object, oldObject, …) are measured.
+  if (nestedDeeperThan(request, maxDepth + 1)) {
+    deps.logger.warning(
+      `Denied an admission request nested deeper than ${maxDepth} levels ` +
+        `(settings.admission.maxDepth) without running handlers.`,
+    );
+    return answer(denial(
+      uid,
+      `The object is nested deeper than ${maxDepth} levels, the operator's limit ` +
+        `(settings.admission.maxDepth).`,
+      400,
+    ));
+  }
+  try {
+    return answer(await runHandlers(deps, request, body, newBody, oldBody, options));
+  } catch (error) {
+    deps.logger.exception("The admission request could not be processed; denied.", error);
+    return answer(denial(
+      uid,
+      "The operator could not process the admission request; the details are in its log.",
+      500,
+    ));
+  }
+}
+
+async function runHandlers(
+  deps: AdmissionDeps,
+  request: AdmissionRequest,
+  body: KubeObject,
+  newBody: KubeObject | undefined,
+  oldBody: KubeObject | undefined,
+  options: WebhookFnOptions,
+): Promise<AdmissionResponse> {
   const resource = await reviewedResource(deps, request);
   const subresource = request.subResource || undefined;
   const operation = request.operation;
@@ -163,7 +211,7 @@ export async function serveReview(
   const handlers = deps.registry.webhooks().filter((registration) =>
     matches(registration, { ...options, resource, request, subresource, body, context })
   );
-  const errors: unknown[] = [];
+  const failures: Failure[] = [];
   await Promise.all(handlers.map(async ({ handler }) => {
     try {
       await withHandledObject(
@@ -172,7 +220,7 @@ export async function serveReview(
       );
       logger.debug(`Admission handler '${handler.id}' succeeded.`);
     } catch (error) {
-      errors.push(error);
+      failures.push({ id: handler.id, error });
       if (error instanceof AdmissionError) {
         logger.info(`Admission handler '${handler.id}' rejected the request: ${error.message}`);
       } else {
@@ -180,11 +228,42 @@ export async function serveReview(
       }
     }
   }));
-  return {
-    apiVersion: review.apiVersion ?? "admission.k8s.io/v1",
-    kind: review.kind ?? "AdmissionReview",
-    response: buildResponse(request, body, patch, warnings, errors),
-  };
+  return buildResponse(request, body, patch, warnings, failures, logger);
+}
+
+/** A handler's failure: its id and what it threw. */
+interface Failure {
+  readonly id: string;
+  readonly error: unknown;
+}
+
+/**
+ * Whether a JSON value has containers nested deeper than `limit` (a scalar is 0 deep, `{}` 1).
+ * Walks with an explicit stack, so any depth is measured without recursion; stops as soon as
+ * the limit is passed.
+ */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  while (values.length) {
+    const item = values.pop();
+    const depth = depths.pop()!;
+    if (typeof item !== "object" || item === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const key in item) {
+      if (!Object.hasOwn(item, key)) continue;
+      const child = (item as Record<string, unknown>)[key];
+      if (typeof child === "object" && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
+function denial(uid: string, message: string, code: number): AdmissionResponse {
+  return { uid, allowed: false, status: { message, code } };
 }
 
 function matches(
@@ -216,27 +295,54 @@ function rank(error: unknown): number {
   return 9;
 }
 
+/**
+ * The response: a rejection carries the most relevant failure — an {@link AdmissionError}'s own
+ * message and code; for anything else only the handler's id and code 500, since an arbitrary
+ * error's text (a failed HTTP call, a `TypeError` quoting a value) may hold secrets that must
+ * not reach the API client. An admission carries the mutations as a JSON patch.
+ */
 function buildResponse(
   request: AdmissionRequest,
   body: KubeObject,
   patch: Patch,
   warnings: readonly string[],
-  errors: unknown[],
+  failures: Failure[],
+  logger: Logger,
 ): AdmissionResponse {
-  const ops = jsonPatchFromMerge(body as JsonObject, patch.body);
-  const error = errors.sort((a, b) => rank(a) - rank(b))[0];
-  const message = error instanceof Error ? error.message : error === undefined ? "" : String(error);
-  const code = error instanceof AdmissionError ? error.code : 500;
+  const uid = typeof request.uid === "string" ? request.uid : "";
+  const warned = warnings.length ? { warnings: warnings.map(String) } : {};
+  const failure = failures.sort((a, b) => rank(a.error) - rank(b.error))[0];
+  if (failure) {
+    const { id, error } = failure;
+    const status = error instanceof AdmissionError
+      ? {
+        message: error.message || "Unknown error",
+        ...(error.code !== null ? { code: error.code } : {}),
+      }
+      : {
+        message: `Admission handler '${id}' failed; the details are in the operator's log.`,
+        code: 500,
+      };
+    return { uid, allowed: false, ...warned, status };
+  }
+  let ops: unknown[] = [];
+  if (!patch.isEmpty) {
+    try {
+      ops = jsonPatchFromMerge(body as JsonObject, patch.body);
+    } catch (error) {
+      logger.exception("The mutating handlers' patch could not be computed; denied.", error);
+      return denial(
+        uid,
+        "The operator could not compute the mutation patch; the details are in its log.",
+        500,
+      );
+    }
+  }
   return {
-    uid: request.uid ?? "",
-    allowed: errors.length === 0,
-    ...(warnings.length ? { warnings: warnings.map(String) } : {}),
-    ...(ops.length && errors.length === 0
-      ? { patchType: "JSONPatch" as const, patch: btoa(JSON.stringify(ops)) }
-      : {}),
-    ...(errors.length
-      ? { status: { message: message || "Unknown error", ...(code !== null ? { code } : {}) } }
-      : {}),
+    uid,
+    allowed: true,
+    ...warned,
+    ...(ops.length ? { patchType: "JSONPatch" as const, patch: btoa(JSON.stringify(ops)) } : {}),
   };
 }
 

@@ -76,7 +76,11 @@ Deno.test("serveReview() picks one error: AdmissionError, then permanent, tempor
   );
   let response = (await serveReview(deps(registry), review())).response!;
   assert.equal(response.allowed, false);
-  assert.deepEqual(response.status, { message: "permanent", code: 500 });
+  // The ranking picks the permanent error; its text stays in the log (only AdmissionError's goes).
+  assert.deepEqual(response.status, {
+    message: "Admission handler 'c' failed; the details are in the operator's log.",
+    code: 500,
+  });
   registry.registerWebhook(
     sel,
     handler("d", () => {
@@ -88,7 +92,10 @@ Deno.test("serveReview() picks one error: AdmissionError, then permanent, tempor
   assert.equal(response.uid, "u1");
   // With a webhook id, only that handler runs.
   response = (await serveReview(deps(registry), review(), { webhook: "a" })).response!;
-  assert.deepEqual(response.status, { message: "other", code: 500 });
+  assert.deepEqual(response.status, {
+    message: "Admission handler 'a' failed; the details are in the operator's log.",
+    code: 500,
+  });
 });
 
 Deno.test("serveReview() filters by operation, subresource, labels and when (HK-ADM-04, 05)", async () => {

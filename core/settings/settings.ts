@@ -217,6 +217,12 @@ export interface AdmissionSettings {
    * in sync (e.g. `"auto.kopf.dev"`); `null`: configure them yourself. @default null
    */
   managed: string | null;
+  /**
+   * Admission requests nested deeper than this (in any of their fields: the object, the old
+   * object, …) are denied before any handler runs: the framework's copies, diffs and patches
+   * of such objects would overflow the stack. `Infinity` lifts the limit. @default 1000
+   */
+  maxDepth: number;
 }
 
 /** `settings.execution`: running handlers. */
@@ -407,7 +413,7 @@ export function createSettings(
       return this.queueing;
     },
     scanning: { disabled: false, ...overrides.scanning },
-    admission: { server: null, managed: null, ...overrides.admission },
+    admission: { server: null, managed: null, maxDepth: 1000, ...overrides.admission },
     execution: { maxWorkers: null, defaultBackoff: 60, ...overrides.execution },
     background: {
       cancellationPolling: 60,
