@@ -5,7 +5,9 @@
  *
  * Only objects labelled `admission=on` are sent to the webhooks (the label filter becomes the
  * webhooks' `objectSelector`), and failures are ignored (`ignoreFailures`), so that a stopped or
- * broken operator never blocks the cluster — start like that, as Kopf's docs advise.
+ * broken operator never blocks the cluster — start like that, as Kopf's docs advise. A request
+ * the running operator cannot process (e.g. an object nested deeper than
+ * `settings.admission.maxDepth`) is still denied: the webhook answers it, it does not fail.
  *
  * The API server must reach the webhook at `https://127.0.0.1:9443` (a cluster running on this
  * host, like the test control plane); for K3d or Minikube use `WebhookK3dServer` or
