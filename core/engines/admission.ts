@@ -137,8 +137,8 @@ export async function serveReview(
   // The request's own level does not count: its fields (object, oldObject, …) are measured.
   if (nestedDeeperThan(request, maxDepth + 1)) {
     deps.logger.warning(
-      `Denied an admission request nested deeper than ${maxDepth} levels ` +
-        `(settings.admission.maxDepth) without running handlers.`,
+      `Denied the admission request ${describe(request)}: nested deeper than ${maxDepth} ` +
+        `levels (settings.admission.maxDepth); no handler ran.`,
     );
     return answer(denial(
       uid,
@@ -150,7 +150,10 @@ export async function serveReview(
   try {
     return answer(await runHandlers(deps, request, body, newBody, oldBody, options));
   } catch (error) {
-    deps.logger.exception("The admission request could not be processed; denied.", error);
+    deps.logger.exception(
+      `Denied the admission request ${describe(request)}: it could not be processed.`,
+      error,
+    );
     return answer(denial(
       uid,
       "The operator could not process the admission request; the details are in its log.",
@@ -260,6 +263,16 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
     }
   }
   return false;
+}
+
+/** The request in a log line: operation, resource, namespace/name, user. */
+function describe(request: AdmissionRequest): string {
+  const text = (value: unknown) => typeof value === "string" ? value : "";
+  const resource = isMapping(request.resource) ? text(request.resource.resource) : "";
+  const name = [text(request.namespace), text(request.name)].filter(Boolean).join("/");
+  const user = isMapping(request.userInfo) ? text(request.userInfo.username) : "";
+  return JSON.stringify(`${text(request.operation)} ${resource} ${name}`.trim()) +
+    (user ? ` by ${JSON.stringify(user)}` : "");
 }
 
 function denial(uid: string, message: string, code: number): AdmissionResponse {
