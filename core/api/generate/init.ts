@@ -435,14 +435,23 @@ ${
 function dockerfile(name: string): string {
   return `# One binary with the framework and the handlers (\`kopf build\`), in a distroless image:
 #   docker build -t ${name}:latest .
-FROM denoland/deno:latest AS build
+# Commit deno.lock (the first \`deno task test\` writes it): \`deno install --frozen\` below fails
+# the build when the lock is missing an entry or differs, instead of resolving packages anew.
+# The base images are pinned by tag; pin them by digest too once you have resolved the digests
+# (\`docker buildx imagetools inspect IMAGE\`): --build-arg DENO_DIGEST=@sha256:… and
+# --build-arg RUNTIME_DIGEST=@sha256:… (empty: the tag only, which its owner can move).
+ARG DENO_VERSION=${Deno.version.deno}
+ARG DENO_DIGEST=""
+ARG RUNTIME_DIGEST=""
+
+FROM denoland/deno:\${DENO_VERSION}\${DENO_DIGEST} AS build
 WORKDIR /src
 COPY . .
-RUN deno install && deno task build
+RUN deno install --frozen && deno task build
 
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM gcr.io/distroless/cc-debian12:nonroot\${RUNTIME_DIGEST}
 COPY --from=build /src/dist/operator /usr/local/bin/operator
-USER nonroot
+USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/operator"]
 CMD ["--all-namespaces", "--standalone"]
 `;
