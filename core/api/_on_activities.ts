@@ -13,7 +13,7 @@ import {
   type HandlerFn,
 } from "../intents/handlers.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries.ts";
-import { splitArgs } from "./_on_options.ts";
+import { OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
 /** Options of operator-level handlers (startup, cleanup, login, probe). */
 export interface ActivityOptions {
@@ -44,8 +44,9 @@ export type ActivityRegistrar = (
 
 /** The registration function of one activity. */
 export function activityRegistrar(activity: Activity): ActivityRegistrar {
-  return (optionsOrFn, maybeFn) => {
-    const [options, fn] = splitArgs<Activating, ActivityOptions>(optionsOrFn, maybeFn);
+  const call = { name: `on.${activity}`, keys: OPTION_KEYS["on.startup"], resource: false };
+  return (...args: unknown[]) => {
+    const { options, fn } = registrationArgs<ActivityOptions, Activating>(call, args);
     const handler: ActivityHandler = {
       kind: "activity",
       activity,

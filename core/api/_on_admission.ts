@@ -16,7 +16,13 @@ import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import { type Operation, OPERATIONS } from "../structs/admission.ts";
-import { type Default, type HandlerOptions, splitArgs, validateFilters } from "./_on_options.ts";
+import {
+  type Default,
+  type HandlerOptions,
+  OPTION_KEYS,
+  registrationArgs,
+  validateFilters,
+} from "./_on_options.ts";
 
 /** Options of admission handlers (`on.validate`, `on.mutate`); never retried. */
 export interface AdmissionOptions<C = never> extends HandlerOptions<C> {
@@ -52,18 +58,25 @@ export type AdmissionRegistrar = <S = Default, T = Default>(
 
 /** The registration function of one webhook kind. */
 export function admissionRegistrar(kind: WebhookKind): AdmissionRegistrar {
-  return <S, T>(
-    spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: AdmissionOptions<AdmissionContext<S, T>> | Admitting<S, T>,
-    maybeFn?: Admitting<S, T>,
-  ): Admitting<S, T> => {
-    const [options, fn] = splitArgs<Admitting<S, T>, AdmissionOptions<AdmissionContext<S, T>>>(
-      optionsOrFn,
-      maybeFn,
-    );
-    registerWebhook(kind, spec, options as AdmissionOptions<unknown>, fn as HandlerFn<never>);
-    return fn;
+  const call = {
+    name: kind === "validating" ? "on.validate" : "on.mutate",
+    keys: OPTION_KEYS["on.validate"],
+    resource: true,
+    refused: Object.fromEntries(
+      ["errors", "timeout", "retries", "backoff"].map((key) => [
+        key,
+        `Admission handlers are never retried: '${key}' is not accepted`,
+      ]),
+    ),
   };
+  return (<S, T>(...args: unknown[]): Admitting<S, T> => {
+    const { options, fn } = registrationArgs<AdmissionOptions<unknown>, HandlerFn<never>>(
+      call,
+      args,
+    );
+    registerWebhook(kind, args[0] as ResourceSpec, options, fn);
+    return fn as Admitting<S, T>;
+  }) as AdmissionRegistrar;
 }
 
 function registerWebhook(
@@ -73,11 +86,6 @@ function registerWebhook(
   fn: HandlerFn<never>,
 ): void {
   validateFilters(options);
-  for (const key of ["errors", "timeout", "retries", "backoff"]) {
-    if ((options as Record<string, unknown>)[key] !== undefined) {
-      throw new TypeError(`Admission handlers are never retried: '${key}' is not accepted`);
-    }
-  }
   if (options.operation !== undefined && options.operations !== undefined) {
     throw new TypeError("Give either `operations` or the deprecated `operation`, not both");
   }

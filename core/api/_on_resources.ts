@@ -23,8 +23,9 @@ import {
   type FieldChanging,
   type FieldOptions,
   type HandlerOptions,
+  OPTION_KEYS,
+  registrationArgs,
   type ResumeOptions,
-  splitArgs,
   type UpdateOptions,
   validateFilters,
 } from "./_on_options.ts";
@@ -66,11 +67,15 @@ export function registerField<S = Default, T = Default>(
   options: FieldOptions<FieldContext<S, T>>,
   fn: FieldChanging<S, T>,
 ): FieldChanging<S, T> {
-  if (options.field === undefined || options.field === null) {
+  const checked = registrationArgs<FieldOptions<unknown>, HandlerFn<never>>(
+    { name: "on.field", keys: OPTION_KEYS["on.field"], resource: true },
+    [spec, options, fn, ...[...arguments].slice(3)],
+  );
+  if (checked.options.field === undefined || checked.options.field === null) {
     throw new TypeError("on.field() needs a field");
   }
-  registerChanging(spec, undefined, options as FieldOptions<unknown>, fn as HandlerFn<never>);
-  return fn;
+  registerChanging(spec, undefined, checked.options, checked.fn);
+  return checked.fn as FieldChanging<S, T>;
 }
 
 /** `on.event`: runs for every raw watch event; errors are logged and ignored. */
@@ -79,9 +84,9 @@ export function registerEvent<S = Default, T = Default>(
   optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
   maybeFn?: Eventing<S, T>,
 ): Eventing<S, T> {
-  const [options, fn] = splitArgs<Eventing<S, T>, HandlerOptions<EventContext<S, T>>>(
-    optionsOrFn,
-    maybeFn,
+  const { options, fn } = registrationArgs<HandlerOptions<EventContext<S, T>>, Eventing<S, T>>(
+    { name: "on.event", keys: OPTION_KEYS["on.event"], resource: true },
+    [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
   );
   validateFilters(options as HandlerOptions<unknown>);
   const filters = handlerFilters(options);

@@ -30,6 +30,7 @@ import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import type { FieldSpec } from "../structs/dicts.ts";
+import { OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
 /** Options of index handlers. */
 export interface IndexOptions {
@@ -78,8 +79,10 @@ export function index<S = Record<string, unknown>, T = Record<string, unknown>>(
   optionsOrFn: IndexOptions | Indexing<S, T>,
   maybeFn?: Indexing<S, T>,
 ): Indexing<S, T> {
-  const options = (maybeFn === undefined ? {} : optionsOrFn) as IndexOptions;
-  const fn = (maybeFn ?? optionsOrFn) as Indexing<S, T>;
+  const { options, fn } = registrationArgs<IndexOptions, Indexing<S, T>>(
+    { name: "on.index", keys: OPTION_KEYS["on.index"], resource: true },
+    [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
+  );
   const handler: IndexingHandler = {
     kind: "indexing",
     id: options.id ?? defaultHandlerId(fn as HandlerFn<never>),

@@ -38,8 +38,9 @@ import {
   type FieldChanging,
   type FieldOptions,
   type HandlerOptions,
+  OPTION_KEYS,
+  registrationArgs,
   type ResumeOptions,
-  splitArgs,
   type UpdateOptions,
 } from "./_on_options.ts";
 import { registerChanging, registerEvent, registerField } from "./_on_resources.ts";
@@ -288,13 +289,14 @@ export interface On {
 function changingRegistrar<R extends "create" | "update" | "delete" | "resume">(
   reason: R,
 ): On[R] {
-  const register = (
-    spec: ResourceSpec,
-    optionsOrFn: ChangingOptions<never> | HandlerFn<never>,
-    maybeFn?: HandlerFn<never>,
-  ): HandlerFn<never> => {
-    const [options, fn] = splitArgs<HandlerFn<never>, ChangingOptions<never>>(optionsOrFn, maybeFn);
-    registerChanging(spec, reason, options as ChangingOptions<unknown>, fn);
+  const name = `on.${reason}` as const;
+  const call = { name, keys: OPTION_KEYS[name], resource: true };
+  const register = (...args: unknown[]): HandlerFn<never> => {
+    const { options, fn } = registrationArgs<ChangingOptions<unknown>, HandlerFn<never>>(
+      call,
+      args,
+    );
+    registerChanging(args[0] as ResourceSpec, reason, options, fn);
     return fn;
   };
   return register as unknown as On[R];

@@ -34,7 +34,7 @@ import type {
 import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { KubeObject } from "../structs/objects.ts";
-import type { HandlerOptions } from "./_on_options.ts";
+import { type HandlerOptions, OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
 /** A relation to watch besides ownership (see {@link ReconcileOptions.watches}). */
 export interface WatchesEntry {
@@ -101,9 +101,10 @@ export function reconcile<S = Record<string, unknown>, T = Record<string, unknow
   optionsOrFn: ReconcileOptions<ReconcileContext<S, T>> | Reconciling<S, T>,
   maybeFn?: Reconciling<S, T>,
 ): Reconciling<S, T> {
-  const options = (maybeFn === undefined ? {} : optionsOrFn) as ReconcileOptions<unknown>;
-  const fn = (maybeFn ?? optionsOrFn) as Reconciling<S, T>;
-  if (typeof fn !== "function") throw new TypeError("on.reconcile() needs a handler function");
+  const { options, fn } = registrationArgs<ReconcileOptions<unknown>, Reconciling<S, T>>(
+    { name: "on.reconcile", keys: OPTION_KEYS["on.reconcile"], resource: true },
+    [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
+  );
   if (options.resync !== undefined && !(options.resync > 0)) {
     throw new TypeError(
       `on.reconcile(): resync must be a positive number of seconds, got ${options.resync}`,

@@ -30,6 +30,7 @@ import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import type { FieldSpec } from "../structs/dicts.ts";
+import { OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
 /** Options shared by daemons and timers. */
 export interface SpawningOptions {
@@ -137,8 +138,10 @@ export function daemon<S = Record<string, unknown>, T = Record<string, unknown>>
   optionsOrFn: DaemonOptions | Spawned<S, T>,
   maybeFn?: Spawned<S, T>,
 ): Spawned<S, T> {
-  const fn = (maybeFn ?? optionsOrFn) as Spawned<S, T>;
-  const options = (maybeFn === undefined ? {} : optionsOrFn) as DaemonOptions;
+  const { options, fn } = registrationArgs<DaemonOptions, Spawned<S, T>>(
+    { name: "on.daemon", keys: OPTION_KEYS["on.daemon"], resource: true },
+    [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
+  );
   register("daemon", spec, options, fn as Spawned<never, never>);
   return fn;
 }
@@ -158,8 +161,10 @@ export function timer<S = Record<string, unknown>, T = Record<string, unknown>>(
   optionsOrFn: TimerOptions | Spawned<S, T>,
   maybeFn?: Spawned<S, T>,
 ): Spawned<S, T> {
-  const fn = (maybeFn ?? optionsOrFn) as Spawned<S, T>;
-  const options = (maybeFn === undefined ? {} : optionsOrFn) as TimerOptions;
+  const { options, fn } = registrationArgs<TimerOptions, Spawned<S, T>>(
+    { name: "on.timer", keys: OPTION_KEYS["on.timer"], resource: true },
+    [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
+  );
   register("timer", spec, options, fn as Spawned<never, never>);
   return fn;
 }
