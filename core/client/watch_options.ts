@@ -53,6 +53,12 @@ export interface WatcherOptions {
    * and resumed from the last seen resourceVersion (no relist, no event lost). Unset: no limit.
    */
   readonly clientTimeoutMs?: number | undefined;
+  /**
+   * Longest watch event (one line of the stream) in bytes; a longer one closes the stream with
+   * a `WatchLineTooLongError`, reported as an error and retried with backoff.
+   * @default 16 MiB (`WATCH_LINE_BYTES`)
+   */
+  readonly maxLineBytes?: number | undefined;
   /** Backoff between failed attempts. */
   readonly backoff?: BackoffOptions | undefined;
   /** Page size of the initial and recovery lists (`0`: one request for all). @default 500 */

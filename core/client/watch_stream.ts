@@ -15,6 +15,44 @@ import { WatchStalledError } from "./watch_options.ts";
 export const WATCH_BUFFER_BYTES = 64 * 1024 * 1024;
 
 /**
+ * Longest watch event (one line of the stream) a reader accepts: 16 MiB. One event carries one
+ * whole object; the API server stores objects of up to about 1.5 MiB (etcd's request limit) and
+ * accepts request bodies of up to 3 MiB, so a longer line comes from a broken server or proxy.
+ */
+export const WATCH_LINE_BYTES = 16 * 1024 * 1024;
+
+/** Limits of {@link readWatchEvents} beyond the read-ahead buffer. */
+export interface WatchLineLimits {
+  /** Longest line (event) accepted, in bytes. @default {@link WATCH_LINE_BYTES} */
+  readonly maxLineBytes?: number | undefined;
+  /** The watched resource, named in the error, e.g. `kopfexamples.kopf.dev`. */
+  readonly resource?: string | undefined;
+}
+
+/**
+ * A watch stream sent more bytes than an event may have without ending the line (a broken API
+ * server, or a proxy that answers with something else): the stream is closed and, in
+ * `watcher()`, reopened after the usual backoff.
+ */
+export class WatchLineTooLongError extends Error {
+  /** The limit that was exceeded, in bytes. */
+  readonly limit: number;
+  /**
+   * @param limit The limit that was exceeded, in bytes.
+   * @param resource The watched resource, if known.
+   */
+  constructor(limit: number, resource?: string) {
+    super(
+      `Watch stream${resource ? ` of ${resource}` : ""} sent more than ${limit} bytes ` +
+        `without a newline (the limit of one event: a broken API server or proxy?); ` +
+        `closed and reconnecting`,
+    );
+    this.name = "WatchLineTooLongError";
+    this.limit = limit;
+  }
+}
+
+/**
  * Reads newline-delimited JSON events from a watch stream, aborting when silent for too long.
  *
  * The stream is read ahead of the consumer, independently of how fast events are processed:
@@ -23,20 +61,25 @@ export const WATCH_BUFFER_BYTES = 64 * 1024 * 1024;
  * bytes of received, not yet parsed events are held; beyond that, reading pauses until the
  * consumer catches up (then the kernel's buffer fills, and the server may close the watch,
  * which is resumed from the last resourceVersion — better than unbounded memory). Lines are
- * split on bytes and each is decoded once; a partial line is the only copy kept across reads.
+ * split on bytes and each is decoded once; the pieces of an incomplete line are kept as they
+ * came and joined once its newline arrives (linear in its length). A line longer than
+ * `limits.maxLineBytes` ends the stream with a {@link WatchLineTooLongError}.
  *
  * @param source The watch body: bytes from `KubeApi.watchBytes()`, or a `fetch` response.
  * @param inactivityMs Silence after which `controller` is aborted with a {@link WatchStalledError}.
  * @param controller Aborts the underlying request.
  * @param maxBuffered Bytes of unparsed events held at most (see above).
+ * @param limits The longest line, and the resource to name when it is exceeded.
  * @returns Parsed events until the stream ends; a line that is not JSON as a
  *   {@link MalformedWatchLine} (the stream goes on).
+ * @throws {WatchLineTooLongError} when a line exceeds `limits.maxLineBytes`.
  */
 export async function* readWatchEvents(
   source: Response | ByteStream,
   inactivityMs: number,
   controller: AbortController,
   maxBuffered: number = WATCH_BUFFER_BYTES,
+  limits: WatchLineLimits = {},
 ): AsyncGenerator<RawWatchEvent | MalformedWatchLine> {
   const body = source instanceof Response ? responseBytes(source) : source;
   // One timer that re-checks the time of the last read when it fires, rather than one cleared
@@ -63,31 +106,47 @@ export async function* readWatchEvents(
     lines.push(line);
     buffered += line.length;
   };
+  const maxLine = limits.maxLineBytes ?? WATCH_LINE_BYTES;
   const pump = async () => {
-    let partial: Uint8Array | undefined;
+    // The pieces of the incomplete line (copies: the reader may reuse its buffer), joined once.
+    let pieces: Uint8Array[] = [];
+    let partial = 0;
+    const complete = (tail: Uint8Array): Uint8Array => {
+      if (!pieces.length) return tail;
+      const line = new Uint8Array(partial + tail.length);
+      let at = 0;
+      for (const piece of pieces) {
+        line.set(piece, at);
+        at += piece.length;
+      }
+      line.set(tail, at);
+      pieces = [];
+      partial = 0;
+      return line;
+    };
     try {
       for (;;) {
         while (buffered > maxBuffered) await new Promise<void>((r) => (resume = r));
-        const bytes = await body.read();
-        if (bytes === null) break;
+        const data = await body.read();
+        if (data === null) break;
         lastRead = performance.now();
-        let data = bytes;
-        if (partial) {
-          data = new Uint8Array(partial.length + bytes.length);
-          data.set(partial);
-          data.set(bytes, partial.length);
-          partial = undefined;
-        }
         let start = 0;
         for (let lf = data.indexOf(0x0a); lf >= 0; lf = data.indexOf(0x0a, start)) {
-          if (lf > start) push(data.subarray(start, lf));
+          if (partial + lf - start > maxLine) {
+            throw new WatchLineTooLongError(maxLine, limits.resource);
+          }
+          const line = complete(data.subarray(start, lf));
+          if (line.length) push(line);
           start = lf + 1;
         }
-        // The reader may reuse its buffer: keep a copy of the incomplete line only.
-        if (start < data.length) partial = data.slice(start);
+        if (start < data.length) {
+          partial += data.length - start;
+          if (partial > maxLine) throw new WatchLineTooLongError(maxLine, limits.resource);
+          pieces.push(data.slice(start));
+        }
         wake?.();
       }
-      if (partial) push(partial);
+      if (pieces.length) push(complete(new Uint8Array(0)));
     } catch (error) {
       failure = error;
     } finally {

@@ -49,7 +49,13 @@ export {
   watchingOptions,
   WatchStalledError,
 } from "./watch_options.ts";
-export { readWatchEvents, WATCH_BUFFER_BYTES } from "./watch_stream.ts";
+export {
+  readWatchEvents,
+  WATCH_BUFFER_BYTES,
+  WATCH_LINE_BYTES,
+  type WatchLineLimits,
+  WatchLineTooLongError,
+} from "./watch_stream.ts";
 export { type ObjectEvent, objectEvents } from "./object_events.ts";
 
 /** The annotation of the bookmark that ends the initial events of a streaming list. */
@@ -148,7 +154,11 @@ export async function* watcher(
         yield { type: "connected", resourceVersion: resourceVersion ?? "", reason };
         reason = "end";
         try {
-          for await (const line of readWatchEvents(response, inactivityMs, controller)) {
+          const events = readWatchEvents(response, inactivityMs, controller, undefined, {
+            maxLineBytes: options.maxLineBytes,
+            resource: resource.group ? `${resource.plural}.${resource.group}` : resource.plural,
+          });
+          for await (const line of events) {
             failures = 0;
             const problem = malformation(line);
             if (problem) {
