@@ -50,10 +50,38 @@ function timestamp(ms: number): string {
     `${pad(d.getSeconds())},${pad(d.getMilliseconds(), 3)}`;
 }
 
-function errorText(error: unknown): string {
+/** C0 controls but the tab, DEL, and C1 controls (`\x9b` starts terminal escapes too). */
+// deno-lint-ignore no-control-regex -- matching control characters is the point
+const CONTROLS = /[\x00-\x08\x0a-\x1f\x7f-\x9f]/g;
+/** The same, newlines allowed (between the frames of a stack trace). */
+// deno-lint-ignore no-control-regex -- as above
+const CONTROLS_BUT_NEWLINE = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+const ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r" };
+
+function escapeControl(char: string): string {
+  return ESCAPES[char] ?? `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`;
+}
+
+/**
+ * Text with its control characters escaped (`\n`, `\r`, `\x1b`, …), so that a value from an
+ * object or a request cannot start a forged log line or send terminal escapes; text without
+ * them is returned as it is.
+ */
+function escaped(text: string, controls: RegExp = CONTROLS): string {
+  controls.lastIndex = 0;
+  return controls.test(text) ? text.replace(controls, escapeControl) : text;
+}
+
+function errorText(error: unknown, escape: boolean): string {
   if (!error) return "";
-  if (error instanceof Error) return `\n${error.stack ?? `${error.name}: ${error.message}`}`;
-  return `\n${String(error)}`;
+  if (!(error instanceof Error)) return `\n${escape ? escaped(String(error)) : String(error)}`;
+  const stack = error.stack ?? `${error.name}: ${error.message}`;
+  if (!escape) return `\n${stack}`;
+  // The stack's lines after the message are its frames; the message is escaped as one line.
+  const at = error.message ? stack.indexOf(error.message) : -1;
+  let end = at >= 0 ? at + error.message.length : stack.search(/\n\s+at /);
+  if (end < 0) end = stack.length;
+  return `\n${escaped(stack.slice(0, end))}${escaped(stack.slice(end), CONTROLS_BUT_NEWLINE)}`;
 }
 
 /**
@@ -74,7 +102,7 @@ export function formatRecord(record: LogRecord, options: LoggingOptions = {}): s
       severity: (LEVELS[record.level] ?? "INFO").toLowerCase(),
     };
     if (object) out[options.refkey ?? "object"] = object;
-    if (error) out.error = errorText(error).trim();
+    if (error) out.error = errorText(error, false).trim();
     // With OpenTelemetry on, lines logged inside a cycle or handler name its trace and span.
     const ids = activeTraceIds();
     if (ids) {
@@ -83,8 +111,10 @@ export function formatRecord(record: LogRecord, options: LoggingOptions = {}): s
     }
     return JSON.stringify(out);
   }
-  const prefix = options.prefix !== false && object ? prefixOf(object) : "";
-  const text = `${prefix}${message}${errorText(error)}`;
+  // Text lines: a control character in a value (a spec field, a user name, an exception
+  // message) must not start a line of its own or reach the terminal (JSON escapes them anyway).
+  const prefix = options.prefix !== false && object ? escaped(prefixOf(object)) : "";
+  const text = `${prefix}${escaped(message)}${errorText(error, true)}`;
   if (format === "plain") return text;
   const name = record.category.join(".").padEnd(20);
   const level = `[${(LEVELS[record.level] ?? "INFO").padEnd(8)}]`;

@@ -73,3 +73,52 @@ Deno.test("configureLogging() sets format and verbosity programmatically, like k
   assert.deepEqual(lines, ["debug with verbose"]);
   await configureLogging({ write: () => {} });
 });
+
+Deno.test("text logs escape control characters of interpolated values; JSON logs stay exact", () => {
+  const forged =
+    "v\n[2026-01-02 03:04:05,678] kopf.objects         [INFO    ] Handler 'x' succeeded.";
+  const hostile = (message: string, properties: Record<string, unknown> = {}) => ({
+    ...record(properties),
+    message: [message],
+    rawMessage: message,
+  });
+  const line = formatRecord(hostile(`Value: ${forged}\r\x1b[2J\x07\x9b31m\x7f`), {
+    format: "full",
+  });
+  assert.equal(line.split("\n").length, 1, line);
+  assert.ok(
+    line.endsWith(
+      "Value: v\\n[2026-01-02 03:04:05,678] kopf.objects         [INFO    ] Handler 'x' succeeded." +
+        "\\r\\x1b[2J\\x07\\x9b31m\\x7f",
+    ),
+    line,
+  );
+  assert.equal(formatRecord(hostile("tab\tstays"), { format: "plain" }), "tab\tstays");
+  // The object prefix, too.
+  const about = hostile("m", { object: { ...OBJECT, name: "a\nb" } });
+  assert.equal(formatRecord(about, { format: "plain" }), "[ns1/a\\nb] m");
+  // An exception's message is one line; its stack frames keep their lines.
+  const error = new TypeError(`bad value ${forged}\x1b[31m`);
+  const text = formatRecord(hostile("Handler failed.", { error }), { format: "plain" });
+  const [first, second, ...frames] = text.split("\n");
+  assert.equal(first, "Handler failed.");
+  assert.equal(
+    second,
+    `TypeError: bad value v\\n[2026-01-02 03:04:05,678] kopf.objects         [INFO    ] Handler 'x' succeeded.\\x1b[31m`,
+  );
+  assert.ok(frames.length > 0 && frames.every((f) => /^\s+at /.test(f)), frames.join("|"));
+  // A non-Error thrown value.
+  assert.equal(
+    formatRecord(hostile("m", { error: "x\ny" }), { format: "plain" }),
+    "m\nx\\ny",
+  );
+  // JSON already escapes: the values stay as they were.
+  const json = JSON.parse(formatRecord(hostile(`Value: ${forged}`), { format: "json" }));
+  assert.equal(json.message, `Value: ${forged}`);
+});
+
+Deno.test("text logs leave messages without control characters byte-identical", () => {
+  const message = "Handler 'create_fn' succeeded. é ✓ \"quoted\" \\n literal";
+  const about = { ...record({ object: OBJECT }), message: [message], rawMessage: message };
+  assert.equal(formatRecord(about, { format: "plain" }), `[ns1/cm1] ${message}`);
+});
