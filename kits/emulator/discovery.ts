@@ -200,8 +200,9 @@ function pathValue(object: unknown, jsonPath: string): unknown {
 }
 
 /**
- * A `meta.k8s.io/v1` Table of objects: Name, the CRD's printer columns (or Status for
- * namespaces), Age.
+ * A `meta.k8s.io/v1` Table of objects: Name and the CRD's printer columns when it defines some
+ * (its own Age among them, as kube-apiserver has no Age of its own then), else Name, Status for
+ * namespaces, and Age.
  *
  * @param def The resource.
  * @param version The served version.
@@ -215,7 +216,8 @@ export function toTable(
   objects: KubeObject[],
   listMeta: Record<string, unknown>,
 ): Record<string, unknown> {
-  const extra = def.columns?.[version] ??
+  const own = def.columns?.[version]?.length ? def.columns[version] : undefined;
+  const extra = own ??
     (def.plural === "namespaces"
       ? [{ name: "Status", type: "string", jsonPath: ".status.phase" }]
       : []);
@@ -228,7 +230,7 @@ export function toTable(
       description: c.description ?? "",
       priority: c.priority ?? 0,
     })),
-    { name: "Age", type: "string", format: "", description: "Age", priority: 0 },
+    ...(own ? [] : [{ name: "Age", type: "string", format: "", description: "Age", priority: 0 }]),
   ];
   const age = (timestamp: unknown) =>
     typeof timestamp === "string" ? humanDuration(Date.now() - Date.parse(timestamp)) : "<unknown>";
@@ -244,7 +246,7 @@ export function toTable(
           ? JSON.stringify(value)
           : value;
       }),
-      age(object.metadata?.creationTimestamp),
+      ...(own ? [] : [age(object.metadata?.creationTimestamp)]),
     ],
     object: {
       kind: "PartialObjectMetadata",
