@@ -7,8 +7,9 @@
 
 import type { Logger } from "../actions/loggers.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
-import { describeSelector, resolveSelector } from "../intents/selectors.ts";
+import { describeSelector, resolveSelector, type SelectorFields } from "../intents/selectors.ts";
 import { type Resource, resourceName } from "../structs/resources.ts";
+import { closest } from "../util/suggest.ts";
 
 /** A resource to serve, and which selectors (by JSON key) resolved to it. */
 export interface ServedResource {
@@ -60,9 +61,10 @@ export class ResourceResolver {
         );
       } else if (found.length === 0 && !ambiguous && !this.#reported.has(`u:${key}`)) {
         this.#reported.add(`u:${key}`);
+        const meant = suggestResource(selector, resources);
         this.#deps.logger.error(
-          `No resource matches ${
-            describeSelector(selector)
+          `No resource matches ${describeSelector(selector)}${
+            meant ? ` (did you mean "${meant}"?)` : ""
           }: is its CRD installed? Its handlers will start when it appears`,
         );
       }
@@ -76,4 +78,35 @@ export class ResourceResolver {
     }
     return served;
   }
+}
+
+/**
+ * The name a selector that matches nothing likely meant: the closest name of the same form
+ * (plural, singular, kind, short name; any of them for a bare name) among the discovered
+ * resources of the selector's group (all groups when it names none).
+ *
+ * @param selector A selector that matched no resource.
+ * @param resources The discovered resources.
+ * @returns The likely meant name, or `undefined` when none is close.
+ */
+export function suggestResource(
+  selector: SelectorFields,
+  resources: readonly Resource[],
+): string | undefined {
+  const inGroup = resources.filter((r) =>
+    selector.group === undefined || r.group === selector.group
+  );
+  const forms: [string | undefined, (r: Resource) => readonly string[]][] = [
+    [selector.name, (r) => [r.plural, r.singular, r.kind, ...r.shortNames]],
+    [selector.plural, (r) => [r.plural]],
+    [selector.kind, (r) => [r.kind]],
+    [selector.singular, (r) => [r.singular]],
+    [selector.shortcut, (r) => r.shortNames],
+  ];
+  for (const [given, names] of forms) {
+    if (given === undefined) continue;
+    const meant = closest(given, new Set(inGroup.flatMap(names).filter(Boolean)));
+    if (meant !== undefined && meant !== given) return meant;
+  }
+  return undefined;
 }

@@ -67,3 +67,14 @@ Deno.test("ResourceResolver: an ambiguous name serves nothing and is reported on
     /^Ambiguous resource selector .* matches things\.v1\.a\.example, things\.v1\.b\.example; serving none of them: specify the group$/,
   );
 });
+
+Deno.test("ResourceResolver: a misspelled name is reported with the discovered name it likely means", () => {
+  const { resolver: r, logs } = resolver([parseSelector("widgest"), parseSelector("foobars")]);
+  r.resolve([resource("example.com", "widgets"), resource("", "pods")]);
+  assert.deepEqual(logs.map((e) => e.message), [
+    'No resource matches name="widgest" (did you mean "widgets"?): is its CRD installed? ' +
+    "Its handlers will start when it appears",
+    'No resource matches name="foobars": is its CRD installed? ' +
+    "Its handlers will start when it appears",
+  ]);
+});
