@@ -201,7 +201,8 @@ export function registrationArgs<O, F>(
   args: readonly unknown[],
 ): { options: O; fn: F } {
   const given = [...args];
-  while (given.length && given[given.length - 1] === undefined) given.pop();
+  // A trailing undefined after the function (options passed on): as if not given.
+  while (given.at(-1) === undefined && typeof given.at(-2) === "function") given.pop();
   const name = call.name;
   if (call.resource) {
     const spec = given[0];
@@ -218,7 +219,11 @@ export function registrationArgs<O, F>(
     }
     given.shift();
   }
-  if (given.length === 0) throw new TypeError(`${name}() needs a handler function`);
+  if (given.length === 0 || (given.length === 1 && isOptions(given[0]))) {
+    throw new TypeError(
+      `${name}() needs a handler function${given.length ? " after the options" : ""}`,
+    );
+  }
   if (given.length > 2) {
     throw new TypeError(
       `${name}() takes ${
@@ -230,7 +235,7 @@ export function registrationArgs<O, F>(
   if (typeof fn !== "function") {
     throw new TypeError(`${name}(): the handler must be a function, got ${describe(fn)}`);
   }
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+  if (!isOptions(options)) {
     throw new TypeError(`${name}(): the options must be an object, got ${describe(options)}`);
   }
   const unknown = Object.keys(options).filter((key) => !Object.hasOwn(call.keys, key));
@@ -249,6 +254,10 @@ export function registrationArgs<O, F>(
     );
   }
   return { options: options as O, fn: fn as F };
+}
+
+function isOptions(value: unknown): value is object {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The message for Kopf's `on.create("example.com", "v1", "widgets", fn)`. */

@@ -30,6 +30,7 @@ import { isLiteralNamespace, type NamespacePattern } from "../structs/namespaces
 import { resourceName } from "../structs/resources.ts";
 import { AdmissionGate } from "../util/gate.ts";
 import type { Semaphore } from "../util/semaphore.ts";
+import { FieldPathChecks } from "../engines/field_paths.ts";
 import { type Index, Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import type { OperatorPause } from "../engines/peering.ts";
 import type { ResourceInventory } from "../engines/metrics.ts";
@@ -124,6 +125,7 @@ export class Orchestrator {
   #streaming: StreamingDeps;
   #shards = new Set<number>();
   #planned = false;
+  #fieldPaths = new FieldPathChecks();
 
   /**
    * An orchestrator with no stream running until `run()`.
@@ -307,6 +309,14 @@ export class Orchestrator {
   async #resolve(): Promise<void> {
     const resources = await this.#deps.client.discovery.resources(this.#deps.signal);
     this.#served = this.#resolver.resolve(resources);
+    // Handlers filtering on a field their CRD's schema cannot hold: warned once per resource.
+    await this.#fieldPaths.check(
+      this.#deps,
+      [...this.#served.values()].map(({ resource, selectors }) => ({
+        resource,
+        handlers: Object.values(this.#deps.registry.handlersFor(resource, selectors)).flat(),
+      })),
+    );
   }
 
   /** The first full plan: the namespaces are known; shard changes replan from now on. */

@@ -35,6 +35,7 @@ import type { Logger } from "../actions/loggers.ts";
 import { applyPatch } from "../actions/application.ts";
 import type { Informer, InformerCache } from "../client/caching.ts";
 import type { KubeClient } from "../client/client.ts";
+import { checkFieldPaths } from "../engines/field_paths.ts";
 import type { IndexView, Memo } from "../intents/contexts.ts";
 import type {
   ObjectKey,
@@ -168,6 +169,7 @@ class ReconcileController {
     const resolved = await this.#resolve(selector);
     if (!resolved) return;
     this.#resource = resolved;
+    await checkFieldPaths(this.#deps, resolved, [handler]); // a field its CRD cannot hold: warned
     const scopes = (resource: Resource) => this.#deps.shared.scopes(resource);
     const bookkeeping = bookkeepingOf(this.#deps.settings);
     const filtered = !this.#deps.clusterwide && !this.#deps.namespaces.every(isLiteralNamespace);

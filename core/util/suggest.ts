@@ -6,7 +6,8 @@
 /**
  * The known name closest to a mistyped one, when it is close enough to be a likely typo: the
  * same letters but for case and underscores (`initial_delay` → `initialDelay`), or at most two
- * single-letter edits (one for short names), swaps of neighbours counting as one.
+ * single-letter edits (one for names of 3–4 letters, none for shorter ones), swaps of neighbours
+ * counting as one.
  *
  * @example
  * ```ts
@@ -28,7 +29,8 @@ export function closest(name: string, known: Iterable<string>): string | undefin
     const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
     if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
   }
-  const limit = Math.min(name.length, best?.length ?? 0) <= 4 ? 1 : 2;
+  const shortest = Math.min(name.length, best?.length ?? 0);
+  const limit = shortest <= 2 ? 0 : shortest <= 4 ? 1 : 2;
   return bestDistance <= limit ? best : undefined;
 }
 
