@@ -1226,6 +1226,52 @@ contract(
   },
 );
 
+contract(
+  "request bodies over 3 MiB: 413 RequestEntityTooLarge, nothing stored",
+  async ({ client, namespace }) => {
+    const big = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "big" },
+      data: { x: "a".repeat(3 * 1024 * 1024) },
+    };
+    const error = await failure(
+      client.api.create(CONFIGMAPS, big, { namespace }),
+      413,
+      "RequestEntityTooLarge",
+    );
+    assert.match(error.message, /Request entity too large: limit is 3145728/);
+    await failure(client.api.get(CONFIGMAPS, "big", { namespace }), 404, "NotFound");
+  },
+);
+
+contract(
+  "label selector value sets: `()` and empty places mean the empty value",
+  async ({ client, namespace }) => {
+    const labelled: Array<[string, Record<string, string>]> = [
+      ["none", {}],
+      ["empty", { a: "" }],
+      ["ax", { a: "x" }],
+      ["ay", { a: "y" }],
+    ];
+    for (const [name, labels] of labelled) {
+      await client.api.create(CONFIGMAPS, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, labels: { set: "1", ...labels } },
+      }, { namespace });
+    }
+    const names = async (selector: string) =>
+      (await client.api.list(CONFIGMAPS, { namespace, labelSelector: `set,${selector}` })).items
+        .map((o) => o.metadata?.name).sort();
+    assert.deepEqual(await names("a notin ()"), ["ax", "ay", "none"]);
+    assert.deepEqual(await names("a in ()"), ["empty"]);
+    assert.deepEqual(await names("a in (x,)"), ["ax", "empty"]);
+    assert.deepEqual(await names("a in (x,y)"), ["ax", "ay"]);
+    await failure(client.api.list(CONFIGMAPS, { namespace, labelSelector: "a in (x" }), 400);
+  },
+);
+
 Deno.test("stop the emulator", opts, async () => {
   if (emulator) await (await emulator).stop();
 });

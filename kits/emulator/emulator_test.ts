@@ -229,3 +229,101 @@ Deno.test("strategic merge patch: keyed lists merge, sets union, directives appl
     spec: { containers: [{ name: "c", image: "z" }], args: ["2"] },
   });
 });
+
+Deno.test("label selectors read empty places in a value set as the empty value, as the API server", () => {
+  const labels = (l: Record<string, string>) => ({ metadata: { labels: l } });
+  const cases: Array<[string, Record<string, string>, boolean]> = [
+    ["a notin ()", {}, true],
+    ["a notin ()", { a: "x" }, true],
+    ["a notin ()", { a: "" }, false],
+    ["a in ()", { a: "" }, true],
+    ["a in ()", { a: "x" }, false],
+    ["a in ( )", { a: "" }, true],
+    ["a in (x,)", { a: "" }, true],
+    ["a in (,x)", { a: "" }, true],
+    ["a in (x,,y)", { a: "" }, true],
+    ["a in (x,y)", { a: "" }, false],
+    ["a in (x,y)", { a: "y" }, true],
+  ];
+  for (const [selector, given, expected] of cases) {
+    assert.equal(parseLabelSelector(selector)(labels(given)), expected, `${selector} ${given.a}`);
+  }
+  for (const bad of ["a in (=)", "a in (x y)", "a in (x", "a notin"]) {
+    assert.throws(() => parseLabelSelector(bad), /parse|expected/, bad);
+  }
+});
+
+Deno.test(
+  "request bodies over 3 MiB are refused with 413 RequestEntityTooLarge and not stored",
+  opts,
+  async () => {
+    await using emulator = await Emulator.start();
+    const big = { metadata: { name: "big" }, data: { x: "a".repeat(3 * 1024 * 1024) } };
+    const response = await request(emulator, "POST", CMS, big);
+    assert.equal(response.status, 413);
+    assert.deepEqual(await response.json(), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "Request entity too large: limit is 3145728",
+      reason: "RequestEntityTooLarge",
+      code: 413,
+    });
+    // Without a Content-Length (chunked): refused once the limit is passed.
+    const client = Deno.createHttpClient({ caCerts: emulator.caPem ? [emulator.caPem] : [] });
+    const chunk = new TextEncoder().encode("a".repeat(1024 * 1024));
+    let n = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (n++ < 8) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const chunked = await fetch(`${emulator.server}${CMS}/big`, {
+      method: "PATCH",
+      client,
+      headers: {
+        authorization: `Bearer ${emulator.token}`,
+        "content-type": "application/merge-patch+json",
+      },
+      body: stream,
+    }).finally(() => client.close());
+    assert.equal(chunked.status, 413);
+    assert.equal((await chunked.json()).reason, "RequestEntityTooLarge");
+    assert.equal((await request(emulator, "GET", `${CMS}/big`)).status, 404);
+    // Just under the limit is read (and judged on its merits).
+    const small = { metadata: { name: "small" }, data: { x: "a".repeat(1000) } };
+    assert.equal((await request(emulator, "POST", CMS, small)).status, 201);
+  },
+);
+
+Deno.test(
+  "the bearer token must match exactly: no prefix, no extension, no other scheme",
+  opts,
+  async () => {
+    await using emulator = await Emulator.start({ token: "s3cret-token" });
+    const status = async (authorization: string | undefined) => {
+      const client = Deno.createHttpClient({ caCerts: emulator.caPem ? [emulator.caPem] : [] });
+      const response = await fetch(`${emulator.server}${CMS}`, {
+        client,
+        headers: authorization === undefined ? {} : { authorization },
+      }).finally(() => client.close());
+      await response.body?.cancel();
+      return response.status;
+    };
+    assert.equal(await status("Bearer s3cret-token"), 200);
+    for (
+      const wrong of [
+        undefined,
+        "",
+        "Bearer s3cret",
+        "Bearer s3cret-token2",
+        "Basic s3cret-token",
+        "s3cret-token",
+      ]
+    ) {
+      assert.equal(await status(wrong), 401, String(wrong));
+    }
+  },
+);

@@ -184,6 +184,15 @@ export function expired(message: string, continueToken?: string): ApiFailure {
   return new ApiFailure(410, "Expired", message, undefined, continueToken);
 }
 
+/** 413 RequestEntityTooLarge, as kube-apiserver words it. */
+export function requestEntityTooLarge(limit: number): ApiFailure {
+  return new ApiFailure(
+    413,
+    "RequestEntityTooLarge",
+    `Request entity too large: limit is ${limit}`,
+  );
+}
+
 /** 415 UnsupportedMediaType. */
 export function unsupportedMediaType(accepted: readonly string[]): ApiFailure {
   return new ApiFailure(

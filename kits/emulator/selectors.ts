@@ -18,6 +18,8 @@ interface Requirement {
   values: string[];
 }
 
+/** Tokens that are not identifiers or values. */
+const OPERATOR = /^(!=|==|=|>|<|\(|\)|,|!)$/;
 const TOKEN = /\s*(!=|==|=|>|<|\(|\)|,|!|[^\s!=<>(),]+)/y;
 
 function tokenize(text: string): string[] {
@@ -46,10 +48,46 @@ export function parseLabelSelector(text: string | null | undefined): Selector {
   };
   const word = (what: string): string => {
     const token = tokens[i++];
-    if (token === undefined || /^(!=|==|=|>|<|\(|\)|,|!)$/.test(token)) {
+    if (token === undefined || OPERATOR.test(token)) {
       fail(`found '${token ?? ""}', expected: ${what}`);
     }
     return token!;
+  };
+  const isWord = (token: string | undefined): token is string =>
+    token !== undefined && !OPERATOR.test(token);
+  // `(a,b)`, read as the API server reads it: `()` is the set of the empty value, and an empty
+  // place between commas or next to a parenthesis is the empty value too (`(a,)` = {a, ""}).
+  const valueSet = (): string[] => {
+    if (tokens[i++] !== "(") fail(`found '${tokens[i - 1] ?? ""}' expected: '('`);
+    const values = new Set<string>();
+    const first = tokens[i];
+    if (first === ")") {
+      i++;
+      return [""];
+    }
+    if (first !== "," && !isWord(first)) {
+      fail(`found '${first ?? ""}', expected: ',', ')' or identifier`);
+    }
+    for (;;) {
+      const token = tokens[i++];
+      if (isWord(token)) {
+        values.add(token);
+        if (tokens[i] === ",") continue;
+        if (tokens[i] === ")") break;
+        fail(`found '${tokens[i] ?? ""}', expected: ',' or ')'`);
+      } else if (token === ",") {
+        if (values.size === 0) values.add("");
+        if (tokens[i] === ")") {
+          values.add("");
+          break;
+        }
+        if (tokens[i] === ",") values.add("");
+      } else {
+        fail(`found '${token ?? ""}', expected: ',', or identifier`);
+      }
+    }
+    i++; // the ")"
+    return [...values];
   };
   while (i < tokens.length) {
     if (tokens[i] === "!") {
@@ -67,22 +105,7 @@ export function parseLabelSelector(text: string | null | undefined): Selector {
         requirements.push({ key, op: op === "==" ? "=" : op, values: [value] });
       } else if (op === "in" || op === "notin") {
         i++;
-        if (tokens[i++] !== "(") fail(`found '${tokens[i - 1] ?? ""}' expected: '('`);
-        const values: string[] = [];
-        for (;;) {
-          const token = tokens[i];
-          if (token === ")") {
-            i++;
-            break;
-          }
-          if (token === undefined) fail(`found '', expected: ',' or ')'`);
-          if (token === ",") {
-            i++;
-            continue;
-          }
-          values.push(word("value"));
-        }
-        requirements.push({ key, op, values });
+        requirements.push({ key, op, values: valueSet() });
       } else {
         fail(`found '${op}', expected: in, notin, =, ==, !=, gt, lt`);
       }
