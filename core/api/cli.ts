@@ -85,6 +85,27 @@ Tooling (see docs/tooling.md): kopf init NAME (a new project), kopf generate typ
 kopf build (one binary).
 `;
 
+/** \`kopf --help\`: the commands. */
+const COMMANDS_USAGE = `Usage: kopf COMMAND [OPTIONS] [ARGS]...
+
+Kopf for Deno: Kubernetes operators in TypeScript.
+
+Commands:
+  run FILES...              Run an operator with the handlers of these files and modules.
+  freeze, resume            Pause running operators for a while (peering), and resume them.
+  shards                    Which replica holds which shards (kopf run --shards).
+  init NAME                 Create a new operator project in the directory NAME.
+  generate types CRD...     TypeScript types of custom resources from their CRDs.
+  generate rbac FILES...    The RBAC manifests the handlers need; --verify checks a cluster.
+  build FILES...            One binary of the framework and the handlers.
+
+Options:
+  -h, --help                Show this help; kopf COMMAND --help shows a command's options.
+      --version             Show the version.
+
+See docs/cli.md and docs/tooling.md.
+`;
+
 /** How the CLI is embedded (by the testing runner); all optional for the real command line. */
 export interface MainOptions {
   /** Receives every output line (logs and errors) instead of standard error/output. */
@@ -305,7 +326,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   };
   const [command, ...rest] = args;
   if (!command || command === "-h" || command === "--help" || command === "help") {
-    (options.write ?? console.log)(USAGE);
+    (options.write ?? console.log)(COMMANDS_USAGE);
     return command ? 0 : 1;
   }
   if (command === "--version") {
@@ -377,6 +398,13 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   }
 
   await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
+  if (!namespaces.length && !o["all-namespaces"]) {
+    // As Kopf, which serves the cluster then too but warns that it will insist on a choice.
+    new Logger(["kopf", "operator"]).warning(
+      "Neither --namespace nor --all-namespaces is given: serving the whole cluster. Give " +
+        "-A (--all-namespaces) or -n NAMESPACE explicitly; a later version may require one.",
+    );
+  }
 
   for (
     const [target, isModule] of [
@@ -461,6 +489,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     ) {
       return fail(error.message);
     }
+    if (error instanceof Deno.errors.AddrInUse) return fail(addressInUse(error, o));
     print(String(error instanceof Error ? error.stack ?? error.message : error));
     return 1;
   } finally {
@@ -468,6 +497,31 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     await embedded?.stop();
     clearTimeout(ultimate);
   }
+}
+
+/**
+ * Which of the endpoint options asks for a port another process holds, as one line: the
+ * endpoints are tried again (each is closed by now) and the one that cannot listen is named.
+ */
+function addressInUse(
+  error: Error,
+  o: { readonly liveness?: string | undefined; readonly metrics?: string | undefined },
+): string {
+  for (const [option, url] of [["liveness", o.liveness], ["metrics", o.metrics]] as const) {
+    if (!url) continue;
+    const { hostname, port } = new URL(url);
+    const number = Number(port || 80);
+    try {
+      const listener = Deno.listen({ hostname: hostname.replace(/^\[|\]$/g, ""), port: number });
+      listener.close();
+    } catch (again) {
+      if (again instanceof Deno.errors.AddrInUse) {
+        return `--${option}: port ${number} is in use (another process listens on it); choose ` +
+          "another port";
+      }
+    }
+  }
+  return firstLine(error);
 }
 
 const PEERING_USAGE = `Usage: kopf freeze [OPTIONS]

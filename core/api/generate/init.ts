@@ -9,6 +9,7 @@
  * @module
  */
 
+import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { typedResource } from "../../intents/typed_resources.ts";
@@ -29,22 +30,35 @@ export interface InitOptions {
   readonly group?: string | undefined;
   /** The custom resource's kind. @default "Widget" */
   readonly kind?: string | undefined;
-  /** A local checkout of the framework instead of JSR. */
+  /**
+   * A local checkout of the framework instead of JSR, as a path relative to the project's
+   * directory (or absolute): the project's `deno.json` imports it by this path.
+   */
   readonly kopf?: string | undefined;
   /** The framework's version, for the JSR import. */
   readonly version: string;
+  /**
+   * The project's directory: a relative `kopf` is resolved against it, and `deno.json` names
+   * the checkout relative to it. @default the working directory
+   */
+  readonly directory?: string | undefined;
 }
+
+/** The Deno the framework pins (tools/deno.sh) and the project's Dockerfile builds with. */
+export const PINNED_DENO_VERSION = "2.9.6";
 
 const USAGE = `Usage: kopf init [OPTIONS] NAME
 
 Create a new operator project in the directory NAME: deno.json with tasks (run, dev, test,
 types, rbac, build), a CRD and its types, handlers, a test on the in-memory emulator, a
-Dockerfile and deploy/ manifests. Then: cd NAME && deno task test.
+Dockerfile and deploy/ manifests. Then it prints the commands to run next (with the Deno on
+this machine: \`deno\` on PATH, else the framework checkout's tools/deno.sh).
 
 Options:
       --group GROUP         The custom resource's API group (default: example.com).
       --kind KIND           The custom resource's kind (default: Widget).
-      --kopf PATH           Use a local checkout of the framework instead of jsr:@kopf/ts.
+      --kopf PATH           Use a local checkout of the framework instead of jsr:@kopf/ts
+                            (deno.json refers to it by a relative path).
   -h, --help                Show this help.
 `;
 
@@ -78,14 +92,19 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
   const crd = crdOf(group, kind, singular, plural);
   const files: ProjectFiles = new Map();
 
-  const kopf = options.kopf?.replace(/\/+$/, "");
+  const directory = resolve(options.directory ?? Deno.cwd());
+  const checkout = options.kopf === undefined
+    ? undefined
+    : resolve(directory, options.kopf.replace(/\/+$/, "") || "/");
+  // Relative to the project (as deno.json resolves it): moving both together keeps it working.
+  const kopf = checkout === undefined ? undefined : importPath(directory, checkout);
   const imports: Record<string, string> = kopf
     ? {
       "@kopf/ts": `${kopf}/mod.ts`,
       "@kopf/ts/testing": `${kopf}/testing/mod.ts`,
       "@kopf/ts/emulator": `${kopf}/kits/emulator/mod.ts`,
       "@kopf/ts/cli": `${kopf}/cli.ts`,
-      ...await frameworkImports(kopf),
+      ...await frameworkImports(checkout!),
     }
     : { "@kopf/ts": `jsr:@kopf/ts@^${version}` };
   const rbacArgs = [
@@ -109,14 +128,17 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
           run: `deno run -A ${RUNTIME_DENO_FLAGS.join(" ")} --v8-flags=${
             RUNTIME_V8_FLAGS.join(",")
           } kopf.ts run handlers.ts --all-namespaces --standalone --verbose`,
-          dev: `deno run -A kopf.ts run --embedded --crd ${crdPath} handlers.ts --verbose`,
+          dev:
+            `deno run -A kopf.ts run --embedded --standalone --all-namespaces handlers.ts --verbose`,
           test: "deno test -A",
           types: `deno run -A kopf.ts generate types ${crdPath} -o types.ts`,
           rbac: `deno run -A kopf.ts generate rbac ${rbacArgs.join(" ")}`,
           build: "deno run -A kopf.ts build handlers.ts -o dist/operator",
+          kopf: "deno run -A kopf.ts",
         },
         imports,
         compilerOptions: { strict: true },
+        fmt: { lineWidth: 100 },
       },
       null,
       2,
@@ -144,9 +166,12 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
   files.set("handlers_test.ts", testTs(group, kind, plural, crdPath));
   files.set("deploy/rbac.yaml", rbacYaml(crd, group, singular, plural, name, rbacArgs));
   files.set("deploy/deployment.yaml", deploymentYaml(name));
-  files.set("Dockerfile", dockerfile(name));
+  files.set(
+    "Dockerfile",
+    dockerfile(name, checkout ? buildContext(directory, checkout) : undefined),
+  );
   files.set(".gitignore", "/dist/\n/.kopf/\n");
-  files.set("README.md", readme(name, group, kind, plural, crdPath));
+  files.set("README.md", readme(name, group, kind, plural, crdPath, kopf));
   return files;
 }
 
@@ -193,15 +218,138 @@ export async function initCommand(
     throw new UsageError(`${o.kopf} is not a checkout of the framework (it has no mod.ts)`);
   }
   if (await exists(path)) throw new UsageError(`${path} exists already; choose another name`);
-  const files = await projectFiles({ name, group: o.group, kind: o.kind, kopf, version });
+  const directory = resolve(path);
+  const files = await projectFiles({
+    name,
+    group: o.group,
+    kind: o.kind,
+    kopf,
+    version,
+    directory,
+  });
   for (const [file, text] of files) {
     const target = `${path}/${file}`;
     await Deno.mkdir(target.replace(/\/[^/]+$/, ""), { recursive: true });
     await Deno.writeTextFile(target, text);
   }
+  await formatProject(path);
   io.print(`Created ${path}/ with ${[...files.keys()].join(", ")}.`);
-  io.print(`Next: cd ${path} && deno task test && deno task dev`);
+  const deno = await denoCommand(directory, kopf);
+  if (!kopf) {
+    const problem = await jsrProblem(version);
+    if (problem) {
+      const own = ownCheckout();
+      io.print(
+        `note: the project imports jsr:@kopf/ts@^${version}, but ${problem}: its tasks cannot ` +
+          `load the framework. Make it from a local checkout instead: rm -r ${path} && kopf init ` +
+          `${path} --kopf ${own ?? "PATH/TO/kopf-ts"}${
+            own ? "" : " (a clone of the framework's repository)"
+          }.`,
+      );
+    }
+  }
+  io.print("Next:");
+  io.print(`  cd ${path}`);
+  io.print(`  ${deno} task test    # the handlers' test, on an in-memory Kubernetes API`);
+  io.print(`  ${deno} task dev     # the operator on an in-memory Kubernetes API`);
+  if (deno !== "deno") {
+    io.print(`(No \`deno\` on PATH: ${deno} runs the pinned Deno ${PINNED_DENO_VERSION}.)`);
+  }
   return 0;
+}
+
+/**
+ * Formats the new project at its own settings (`deno fmt`), so that names of any length leave it
+ * as `deno fmt --check` wants it; skipped when this process is not Deno (a compiled `kopf`).
+ */
+async function formatProject(path: string): Promise<void> {
+  if (!/(^|\/)deno(\.exe)?$/.test(Deno.execPath())) return;
+  await new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--quiet"],
+    cwd: path,
+    stdout: "null",
+    stderr: "null",
+  }).output().catch(() => undefined);
+}
+
+/**
+ * How to run Deno in the new project, on this machine: `deno` when it is on PATH, else the
+ * framework checkout's `tools/deno.sh` (which installs the pinned Deno), else this process's
+ * own Deno by its path.
+ */
+async function denoCommand(directory: string, checkout: string | undefined): Promise<string> {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir && (await Deno.stat(`${dir}/deno`).catch(() => undefined))?.isFile) return "deno";
+  }
+  for (const root of [checkout, ownCheckout()]) {
+    if (root && (await exists(`${root}/tools/deno.sh`))) {
+      const script = `${root}/tools/deno.sh`;
+      // Relative, as printed after `cd`; absolute when the two share no directory but the root.
+      const near = relative(directory, script);
+      const top = (path: string) => path.split("/")[1];
+      return top(directory) === top(script) ? near : script;
+    }
+  }
+  return /(^|\/)deno(\.exe)?$/.test(Deno.execPath()) ? Deno.execPath() : "deno";
+}
+
+/** The framework checkout this command runs from, when it runs from files (not JSR, a binary). */
+function ownCheckout(): string | undefined {
+  const url = new URL("../../../", import.meta.url);
+  return url.protocol === "file:" ? url.pathname.replace(/\/$/, "") : undefined;
+}
+
+/**
+ * Why JSR cannot give the project the framework, or `undefined` when it can: asks JSR for the
+ * package's versions (a few seconds at most). `KOPF_TS_JSR_URL` replaces `https://jsr.io`.
+ */
+async function jsrProblem(version: string): Promise<string | undefined> {
+  const registry = Deno.env.get("KOPF_TS_JSR_URL") ?? "https://jsr.io";
+  try {
+    const response = await fetch(`${registry}/@kopf/ts/meta.json`, {
+      signal: AbortSignal.timeout(3000),
+    });
+    const text = await response.text();
+    if (!response.ok) return `${registry} answers ${response.status} for @kopf/ts`;
+    const major = version.split(".")[0];
+    const versions = Object.keys((JSON.parse(text) as { versions?: object }).versions ?? {});
+    return versions.some((v) => v.split(".")[0] === major)
+      ? undefined
+      : `${registry} has no version ^${version} of @kopf/ts`;
+  } catch (error) {
+    return `${registry} does not answer (${
+      error instanceof Error ? error.message.split("\n")[0] : error
+    })`;
+  }
+}
+
+/** A path as deno.json's imports take it: relative to the project, with `./` or `../`. */
+function importPath(directory: string, target: string): string {
+  const path = relative(directory, target);
+  if (!path) return ".";
+  return path.startsWith("..") || isAbsolute(path) ? path : `./${path}`;
+}
+
+/** Where a project that imports a local checkout is built from: their common directory. */
+interface BuildContext {
+  /** The context directory, relative to the project. */
+  readonly context: string;
+  /** The project's directory within the context. */
+  readonly project: string;
+  /** The checkout's directory within the context. */
+  readonly checkout: string;
+}
+
+function buildContext(directory: string, checkout: string): BuildContext | undefined {
+  let common = directory;
+  while (relative(common, checkout).startsWith("..")) common = dirname(common);
+  // A checkout inside the project is in the project's own context.
+  if (common === directory) return undefined;
+  return {
+    context: relative(directory, common),
+    project: relative(common, directory),
+    checkout: relative(common, checkout),
+  };
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -327,7 +475,9 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     await using emulator = await Emulator.start();
-    await emulator.applyYaml(await Deno.readTextFile(new URL("./${crdPath}", import.meta.url)));
+    await emulator.applyYaml(
+      await Deno.readTextFile(new URL("./${crdPath}", import.meta.url)),
+    );
     using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
     const handlers = new URL("./handlers.ts", import.meta.url).pathname;
     await using runner = KopfRunner.start(["run", "-n", "default", "--standalone", handlers], {
@@ -432,25 +582,36 @@ ${
   }`;
 }
 
-function dockerfile(name: string): string {
-  return `# One binary with the framework and the handlers (\`kopf build\`), in a distroless image:
-#   docker build -t ${name}:latest .
-# Commit deno.lock (the first \`deno task test\` writes it): \`deno install --frozen\` below fails
+function dockerfile(name: string, local?: BuildContext): string {
+  const build = local
+    ? `# The framework comes from the checkout ${local.checkout} beside this project, so the image is
+# built from their common directory, ${local.context} (only the two directories are sent):
+#   docker build -f Dockerfile -t ${name}:latest ${local.context}
+`
+    : `#   docker build -t ${name}:latest .
+`;
+  const copy = local
+    ? `WORKDIR /src/${local.project}
+COPY ${local.checkout} /src/${local.checkout}
+COPY ${local.project} /src/${local.project}`
+    : `WORKDIR /src
+COPY . .`;
+  return `# One binary with the framework and the handlers (\`kopf build\`), in a distroless image.
+${build}# Commit deno.lock (the first \`deno task test\` writes it): \`deno install --frozen\` below fails
 # the build when the lock is missing an entry or differs, instead of resolving packages anew.
 # The base images are pinned by tag; pin them by digest too once you have resolved the digests
 # (\`docker buildx imagetools inspect IMAGE\`): --build-arg DENO_DIGEST=@sha256:… and
 # --build-arg RUNTIME_DIGEST=@sha256:… (empty: the tag only, which its owner can move).
-ARG DENO_VERSION=${Deno.version.deno}
+ARG DENO_VERSION=${PINNED_DENO_VERSION}
 ARG DENO_DIGEST=""
 ARG RUNTIME_DIGEST=""
 
 FROM denoland/deno:\${DENO_VERSION}\${DENO_DIGEST} AS build
-WORKDIR /src
-COPY . .
+${copy}
 RUN deno install --frozen && deno task build
 
 FROM gcr.io/distroless/cc-debian12:nonroot\${RUNTIME_DIGEST}
-COPY --from=build /src/dist/operator /usr/local/bin/operator
+COPY --from=build /src/${local ? `${local.project}/` : ""}dist/operator /usr/local/bin/operator
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/operator"]
 CMD ["--all-namespaces", "--standalone"]
@@ -463,23 +624,68 @@ function readme(
   kind: string,
   plural: string,
   crdPath: string,
+  kopf: string | undefined,
 ): string {
+  const deno = kopf
+    ? `Deno: \`deno\` below is Deno ${PINNED_DENO_VERSION}; without it on PATH, use ` +
+      `\`${kopf}/tools/deno.sh\` in its place (the framework's checkout: it installs and runs the ` +
+      `pinned Deno).`
+    : `Deno: \`deno\` below is Deno ${PINNED_DENO_VERSION} ` +
+      "(https://docs.deno.com/runtime/getting_started/installation/). The framework comes from JSR " +
+      "(`jsr:@kopf/ts`).";
   return `# ${name}
 
 A Kubernetes operator for \`${kind}\` objects, made with Kopf for Deno.
 
-| Task | What it does |
-| --- | --- |
-| \`deno task test\` | the handlers' test, on an in-memory Kubernetes API |
-| \`deno task dev\` | the operator against an in-memory Kubernetes API (prints its kubeconfig) |
-| \`deno task run\` | the operator against the current kubeconfig's cluster |
-| \`deno task types\` | \`types.ts\` from \`${crdPath}\` (after changing the CRD) |
-| \`deno task rbac\` | \`deploy/rbac.yaml\`: exactly the permissions the handlers need |
-| \`deno task build\` | \`dist/operator\`: one binary (\`deno compile\`) |
+${wrap(deno)}
 
-Deploy: \`kubectl apply -f ${crdPath}\`, build the image (\`docker build -t ${name}:latest .\`),
-then \`kubectl create namespace ${name} && kubectl apply -n ${name} -f deploy/\`.
-Try it: \`kubectl create -f - <<< '{"apiVersion": "${group}/v1", "kind": "${kind}", "metadata":
-{"name": "first"}, "spec": {"size": "small"}}'\` and \`kubectl get ${plural}\`.
+${
+    table([
+      ["Task", "What it does"],
+      ["`deno task test`", "the handlers' test, on an in-memory Kubernetes API"],
+      ["`deno task dev`", "the operator on an in-memory Kubernetes API with `crds/` applied"],
+      ["`deno task run`", "the operator against the current kubeconfig's cluster"],
+      ["`deno task types`", `\`types.ts\` from \`${crdPath}\` (after changing the CRD)`],
+      ["`deno task rbac`", "`deploy/rbac.yaml`: exactly the permissions the handlers need"],
+      ["`deno task build`", "`dist/operator`: one binary (`deno compile`)"],
+      ["`deno task kopf …`", "this project's `kopf` command, e.g. `deno task kopf run --help`"],
+    ])
+  }
+
+${
+    wrap(
+      `Deploy: \`kubectl apply -f ${crdPath}\`, build the image (see the Dockerfile), then ` +
+        `\`kubectl create namespace ${name} && kubectl apply -n ${name} -f deploy/\`.`,
+    )
+  }
+
+Try it: \`deno task dev\` prints a \`KUBECONFIG\` for a second terminal, where
+
+\`\`\`sh
+kubectl create -f - <<'EOF'
+{"apiVersion": "${group}/v1", "kind": "${kind}", "metadata": {"name": "first"}, "spec": {"size": "small"}}
+EOF
+kubectl get ${plural}
+\`\`\`
 `;
+}
+
+/** A paragraph filled to 100 columns, as `deno fmt` fills Markdown prose (code spans whole). */
+function wrap(text: string, width = 100): string {
+  const lines: string[] = [];
+  for (const word of text.match(/(?:[^\s`]|`[^`]*`)+/g) ?? []) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last]!.length + 1 + word.length <= width) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines.join("\n");
+}
+
+/** A Markdown table with its columns aligned, as `deno fmt` writes it. */
+function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(rows[0]!), line(widths.map((w) => "-".repeat(w))), ...rows.slice(1).map(line)]
+    .join("\n");
 }
