@@ -122,10 +122,39 @@ export interface MainOptions {
    * Starts an embedded Kubernetes API for `--embedded` (given by `cli.ts`, which may use the
    * in-memory emulator kit; the core cannot import kits) with the CRD files to apply.
    */
-  readonly embedded?: (crds: readonly string[], write: (line: string) => void) => Promise<{
-    kubeconfig: string;
-    stop: () => Promise<void>;
-  }>;
+  readonly embedded?: (crds: readonly string[], write: (line: string) => void) => Promise<
+    EmbeddedApi
+  >;
+}
+
+/** A running embedded Kubernetes API (`kopf run --embedded`). */
+export interface EmbeddedApi {
+  /** Its kubeconfig file (it holds the API's token). */
+  readonly kubeconfig: string;
+  /** Stops serving and removes the kubeconfig. */
+  readonly stop: () => Promise<void>;
+  /**
+   * Removes the kubeconfig at once, synchronously, for the exits that cannot wait for `stop()`:
+   * a second signal, the ultimate exiting timeout, an uncaught error. Must not throw.
+   */
+  readonly discard?: () => void;
+}
+
+/**
+ * Removes the embedded API's kubeconfig (with its token) on the exits that skip `finally`
+ * blocks: `Deno.exit()` (a second signal, the ultimate exiting timeout) dispatches `unload`;
+ * an uncaught error or unhandled rejection dispatches `error` / `unhandledrejection` before the
+ * process dies (the default report and exit code stay as they are).
+ * @param api The embedded API.
+ * @returns What removes the listeners again.
+ */
+function discardOnAbruptExit(api: EmbeddedApi): () => void {
+  const discard = () => api.discard?.();
+  const events = ["unload", "error", "unhandledrejection"] as const;
+  for (const event of events) globalThis.addEventListener(event, discard);
+  return () => {
+    for (const event of events) globalThis.removeEventListener(event, discard);
+  };
 }
 
 let imports = 0;
@@ -421,15 +450,9 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     }
   }
 
-  let embedded: { kubeconfig: string; stop: () => Promise<void> } | undefined;
   if (o.embedded) {
     if (!options.embedded) return fail("--embedded is not available in this build");
     if (o.kubeconfig) return fail("--embedded and --kubeconfig are mutually exclusive");
-    try {
-      embedded = await options.embedded(o.crd ?? [], print);
-    } catch (error) {
-      return fail(`Cannot start the embedded Kubernetes API: ${firstLine(error)}`);
-    }
   } else if (o.crd?.length) return fail("--crd needs --embedded");
 
   const controller = new AbortController();
@@ -454,8 +477,21 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     : Deno.build.os === "windows"
     ? ["SIGINT"]
     : ["SIGINT", "SIGTERM"];
+  // Listened to before the embedded API starts: a signal while it starts stops it cleanly too
+  // (without a listener, the signal would kill the process and leave its kubeconfig behind).
   for (const sig of listening) Deno.addSignalListener(sig, onSignal);
+  let embedded: EmbeddedApi | undefined;
+  let keepDiscarding = () => {};
   try {
+    if (o.embedded) {
+      try {
+        embedded = await options.embedded!(o.crd ?? [], print);
+      } catch (error) {
+        return fail(`Cannot start the embedded Kubernetes API: ${firstLine(error)}`);
+      }
+      keepDiscarding = discardOnAbruptExit(embedded);
+      if (stop.aborted) return 0; // stopped while it started: nothing else to stop
+    }
     await operator({
       settings,
       namespaces,
@@ -493,9 +529,16 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     print(String(error instanceof Error ? error.stack ?? error.message : error));
     return 1;
   } finally {
-    for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
-    await embedded?.stop();
-    clearTimeout(ultimate);
+    // Cleanup on every exit path: the embedded API stops and its kubeconfig (with the token) is
+    // removed whether the operator stopped, failed to start, or was stopped by a signal.
+    try {
+      await embedded?.stop();
+    } finally {
+      embedded?.discard?.();
+      keepDiscarding();
+      for (const sig of listening) Deno.removeSignalListener(sig, onSignal);
+      clearTimeout(ultimate);
+    }
   }
 }
 

@@ -75,12 +75,17 @@ export interface EndpointsDeps {
   readonly logger: Logger;
   /** The indices, for the probe handlers. */
   readonly indices: Readonly<Record<string, IndexView>>;
-  /** Stops the servers. */
+  /** Stops the servers: when the operator's terms are over, whatever ended them. */
   readonly signal: AbortSignal;
   /** The serving orchestrator, if any (none while standing by). */
   readonly current: () => Orchestrator | undefined;
   /** The current term's pause switch, if any. */
   readonly pause: () => OperatorPause | undefined;
+  /**
+   * What should run and does not (stale streams, a stopped webhook server, a fatal error being
+   * handled), or undefined when healthy: the liveness endpoint answers 503 with it.
+   */
+  readonly problems: () => string | undefined;
 }
 
 /** The running liveness and metrics endpoints. */
@@ -120,7 +125,7 @@ export function serveEndpoints(deps: EndpointsDeps): Endpoints {
       memo: deps.memo,
       settings: deps.settings,
       logger: deps.logger,
-      problems: () => deps.current()?.problems(),
+      problems: deps.problems,
       indices: deps.indices,
       signal: deps.signal,
       ...(routes ? { routes } : {}),

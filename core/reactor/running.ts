@@ -146,11 +146,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
   // A watch stream or the webhook server failing on its own stops the operator as running out
   // of credentials does: as a stop request would, then it fails with the error (rather than
   // going on without them).
+  // Why the operator stops after a fatal error: the liveness endpoint answers 503 with it
+  // while the operator stops.
+  let fatal: string | undefined;
   const fail = (error: unknown) => {
     if (signal.aborted) return;
-    logger.error(`The operator stops after a fatal error: ${firstLine(error)}`);
+    fatal = firstLine(error);
+    logger.error(`The operator stops after a fatal error: ${fatal}`);
     loginFailure.abort(error);
   };
+  // What of the current term's parts does not run (e.g. a webhook server that stopped).
+  let termProblems: (() => string | undefined) | undefined;
   // The serving orchestrator, once there is one (the liveness endpoint serves standbys too).
   let current: Orchestrator | undefined;
   const indices = activityIndices(registry.indexIds(), () => current);
@@ -193,6 +199,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
     const client = options.client ??
       await connect(options, settings, registry, memo, logger, signal, (error) => {
         if (loginFailure.signal.aborted) return;
+        fatal = firstLine(error);
         logger.error(error.message);
         loginFailure.abort(error);
       }, indices);
@@ -226,7 +233,13 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         observe: options.observe,
         onPause: (pause) => currentPause = pause,
         onServing: (orchestrator) => current = orchestrator,
+        onProblems: (problems) => termProblems = problems,
       };
+      // The endpoints live as long as the terms, whatever ends them: the operator's stop, or a
+      // term that fails to start (else the liveness endpoint outlives the failure, answering
+      // 200 and keeping the process alive). While a fatal error stops the operator, they stay
+      // up and answer 503 with the reason.
+      const endpointsStop = new AbortController();
       const endpoints = serveEndpoints({
         observation,
         liveness: options.liveness,
@@ -235,9 +248,17 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         settings,
         logger,
         indices,
-        signal,
+        signal: endpointsStop.signal,
         current: () => current,
         pause: () => currentPause,
+        problems: () => {
+          const problems = [
+            fatal && `The operator is stopping after a fatal error: ${fatal}`,
+            termProblems?.(),
+            current?.problems(),
+          ].filter(Boolean);
+          return problems.length ? problems.join("; ") : undefined;
+        },
       });
       try {
         await serveTerms(
@@ -248,6 +269,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
           (s, halt) => serveTerm(serving, s, halt),
         );
       } finally {
+        endpointsStop.abort();
         await endpoints.stopped();
       }
       if (loginFailure.signal.aborted) throw loginFailure.signal.reason;

@@ -11,7 +11,7 @@
 import { getDefaultLifecycle, type Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
-import { startAdmission } from "../engines/admission.ts";
+import { type AdmissionRun, startAdmission } from "../engines/admission.ts";
 import type { OperatorObserver } from "../engines/observers.ts";
 import { detectIdentity, OperatorPause, startPeering } from "../engines/peering.ts";
 import { type EventPoster, withPoster } from "../engines/posting.ts";
@@ -64,6 +64,11 @@ export interface ServingDeps {
   readonly onPause: (pause: OperatorPause) => void;
   /** Told the term's orchestrator once it exists (liveness, metrics, activities' indices). */
   readonly onServing: (orchestrator: Orchestrator) => void;
+  /**
+   * Told, as the term starts, what of the term's parts that should run does not (the liveness
+   * endpoint answers 503 with it): undefined while all run.
+   */
+  readonly onProblems: (problems: () => string | undefined) => void;
 }
 
 /**
@@ -82,6 +87,13 @@ export async function serveTerm(
   const { client, registry, settings, logger, memo, namespaces, clusterwide, sharding } = deps;
   const pause = new OperatorPause();
   deps.onPause(pause);
+  // What runs for the term stops with it on every exit path: a start that fails half-way stops
+  // what it already started (the Events poster, the webhook server) instead of leaving it on.
+  const ended = new AbortController();
+  const term = AbortSignal.any([signal, ended.signal]);
+  // A part that stopped on its own while the term should run (reported by the liveness endpoint).
+  let missing: string | undefined;
+  deps.onProblems(() => missing);
   const peeringStop = new AbortController();
   let peered: Promise<void> | undefined;
   let coordinator: ShardCoordinator | undefined;
@@ -104,7 +116,7 @@ export async function serveTerm(
       });
     });
     peered = peering?.finished;
-    const posting = deps.poster.run(signal);
+    const posting = deps.poster.run(term);
     // One informer cache for the reconcile handlers and whatever else reads their resources.
     shared = registry.reconcilers().length
       ? new SharedInformers({
@@ -128,7 +140,7 @@ export async function serveTerm(
       limiter: settings.execution.maxWorkers
         ? new Semaphore(settings.execution.maxWorkers)
         : undefined,
-      signal,
+      signal: term,
       onReady: deps.onReady,
       onFailure: deps.onFailure,
       ...(peering ? { paused: pause } : {}),
@@ -153,7 +165,7 @@ export async function serveTerm(
         ...(peering ? { pause } : {}),
         ...(sharding ? { sharding: sharding.space } : {}),
         shared,
-        signal,
+        signal: term,
       })
       : undefined;
     if (sharding) {
@@ -166,22 +178,13 @@ export async function serveTerm(
             reconcilers?.serveShards(shards),
           ]).then(() => {});
         },
-        signal,
+        signal: term,
       });
       await coordinator.join(); // the first fair share is served from the first listing
     }
     deps.observe?.(() => orchestrator.stats());
     const admission = registry.webhooks().length
-      ? startAdmission({
-        client,
-        registry,
-        settings,
-        logger,
-        memo,
-        memoOf: (uid: string) => orchestrator.memoOf(uid),
-        indices: orchestrator.indices,
-        signal,
-      })
+      ? serveWebhooks(deps, orchestrator, term, (why) => missing ??= why)
       : undefined;
     await admission?.ready.catch((error) => {
       if (signal.aborted) return;
@@ -194,7 +197,7 @@ export async function serveTerm(
       () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
     );
     await stopInOrder({
-      signal,
+      signal: term,
       running,
       posting,
       admission,
@@ -203,10 +206,52 @@ export async function serveTerm(
       onFailure: deps.onFailure,
     });
   } finally {
+    ended.abort(); // after a clean stop, a no-op; after a failed start, stops what had started
     await coordinator?.finished; // the shards' work stopped; their Leases are released
     await shared?.[Symbol.asyncDispose](); // the cache's watches end with their readers
     // Our peering entries are removed only after the streams stopped.
     peeringStop.abort();
     await peered;
   }
+}
+
+/**
+ * Starts the webhook server for the term, with a stop signal of its own that follows the term's
+ * only while the server runs. A server that already stopped by itself (a start that failed after
+ * binding its port, e.g. when the webhook configurations cannot be written) has shut its
+ * listener down: `Deno.serve` would shut it down again when a signal it was given aborts later,
+ * and that second close crashes the process with `Uncaught BadResource` (e.g. on Ctrl-C).
+ * @param deps The operator's parts.
+ * @param orchestrator The term's orchestrator (memos and indices for the handlers).
+ * @param term The term's stop signal.
+ * @param stopped Told why, when the server stops by itself while the term runs.
+ * @returns The running webhook server.
+ */
+function serveWebhooks(
+  deps: ServingDeps,
+  orchestrator: Orchestrator,
+  term: AbortSignal,
+  stopped: (why: string) => void,
+): AdmissionRun {
+  const { client, registry, settings, logger, memo } = deps;
+  const own = new AbortController();
+  const forward = () => own.abort(term.reason);
+  if (term.aborted) forward();
+  else term.addEventListener("abort", forward, { once: true });
+  const admission = startAdmission({
+    client,
+    registry,
+    settings,
+    logger,
+    memo,
+    memoOf: (uid: string) => orchestrator.memoOf(uid),
+    indices: orchestrator.indices,
+    signal: own.signal,
+  });
+  const ended = (why: string) => {
+    term.removeEventListener("abort", forward);
+    if (!term.aborted) stopped(`The webhook server is not running: ${why}`);
+  };
+  admission.finished.then(() => ended("it exited"), (error) => ended(firstLine(error)));
+  return admission;
 }
