@@ -103,6 +103,8 @@ export function parsePeers(status: unknown, now: number = Date.now()): Peer[] {
  * This operator's identity in peering objects: the `POD_ID` environment variable if set (e.g.
  * the pod's name through the downward API), else `user@host/YYYYMMDDHHMMSS/xyz`; for
  * `kopf freeze`/`resume` (`manual`), `user@host`, so that a later resume finds the entry.
+ * Without a user (`USER`, `USERNAME`, `LOGNAME` unset, as in most containers), the pod or host
+ * takes the place of `user@host`: `POD_NAME`, else `HOSTNAME`, else the host's name.
  * @param options `manual`: the stable form for the CLI commands.
  * @returns The identity.
  */
@@ -116,16 +118,17 @@ export function detectIdentity(options: { manual?: boolean } = {}): string {
   };
   const pod = env("POD_ID");
   if (pod) return pod;
-  const user = env("USER") ?? env("USERNAME") ?? "unknown";
+  const user = env("USER") || env("USERNAME") || env("LOGNAME");
   let host = "localhost";
   try {
     host = Deno.hostname();
   } catch { /* no --allow-sys: keep localhost */ }
-  if (options.manual) return `${user}@${host}`;
+  const base = user ? `${user}@${host}` : env("POD_NAME") || env("HOSTNAME") || host;
+  if (options.manual) return base;
   const now = new Date().toISOString().replace(/[-:T]/g, "").slice(0, 14);
   const letters = "abcdefhijklmnopqrstuvwxyz0123456789";
   const random = Array.from({ length: 3 }, () => letters[Math.floor(Math.random() * 35)]).join("");
-  return `${user}@${host}/${now}/${random}`;
+  return `${base}/${now}/${random}`;
 }
 
 /** Where one peering object lives. */

@@ -24,15 +24,42 @@ Deno.test("parsePeers() reads Kopf's entries, Python timestamps included", () =>
 
 Deno.test("detectIdentity() prefers POD_ID, else user@host with a time and a suffix", () => {
   const saved = Deno.env.get("POD_ID");
+  const user = Deno.env.get("USER");
   try {
     Deno.env.set("POD_ID", "my-pod-1");
     assert.equal(detectIdentity(), "my-pod-1");
     Deno.env.delete("POD_ID");
+    Deno.env.set("USER", "alice");
     assert.match(detectIdentity(), /^[^@]+@[^/]+\/\d{14}\/[a-z0-9]{3}$/);
     assert.match(detectIdentity({ manual: true }), /^[^@/]+@[^/]+$/);
   } finally {
     if (saved === undefined) Deno.env.delete("POD_ID");
     else Deno.env.set("POD_ID", saved);
+    if (user === undefined) Deno.env.delete("USER");
+    else Deno.env.set("USER", user);
+  }
+});
+
+Deno.test("detectIdentity() without a user (as in containers) names the pod or the host, not unknown@host", () => {
+  const names = ["POD_ID", "USER", "USERNAME", "LOGNAME", "POD_NAME", "HOSTNAME"];
+  const saved = new Map(names.map((name) => [name, Deno.env.get(name)]));
+  try {
+    for (const name of names) Deno.env.delete(name);
+    Deno.env.set("POD_NAME", "my-operator-5d8f7-x2x9q");
+    Deno.env.set("HOSTNAME", "some-host");
+    assert.equal(detectIdentity({ manual: true }), "my-operator-5d8f7-x2x9q");
+    assert.match(detectIdentity(), /^my-operator-5d8f7-x2x9q\/\d{14}\/[a-z0-9]{3}$/);
+    Deno.env.delete("POD_NAME");
+    assert.equal(detectIdentity({ manual: true }), "some-host");
+    Deno.env.delete("HOSTNAME");
+    assert.equal(detectIdentity({ manual: true }), Deno.hostname());
+    Deno.env.set("USER", "alice");
+    assert.equal(detectIdentity({ manual: true }), `alice@${Deno.hostname()}`);
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) Deno.env.delete(name);
+      else Deno.env.set(name, value);
+    }
   }
 });
 
