@@ -1,14 +1,23 @@
 /**
- * Hostile API servers and proxies: a watch answered with endless bytes and no newline must end
- * in one clear error, a reconnect, and bounded memory (the stream is closed early, not read to
- * the end), through the whole client (HTTP pool, `KubeApi`, `watcher()`).
+ * Hostile API servers and proxies, and unsafe connections: a watch answered with endless bytes
+ * and no newline must end in one clear error, a reconnect, and bounded memory (the stream is
+ * closed early, not read to the end), through the whole client (HTTP pool, `KubeApi`,
+ * `watcher()`); a kubeconfig that turns off the server's certificate check is obeyed with one
+ * warning per operator run.
  */
 
 import assert from "node:assert/strict";
 import { KubeClient } from "../core/client/client.ts";
 import { NO_CREDENTIALS } from "../core/client/connection.ts";
 import { watcher, type WatcherEvent, WatchLineTooLongError } from "../core/client/watching.ts";
-import { CONFIGMAPS } from "./_support.ts";
+import { parse, stringify } from "yaml";
+import type { LogEntry } from "../core/actions/loggers.ts";
+import { on } from "../core/api/on.ts";
+import { OperatorRegistry } from "../core/intents/registries.ts";
+import { operator } from "../core/reactor/running.ts";
+import { createSettings } from "../core/settings/settings.ts";
+import { sharedControlPlane } from "../testing/control_plane.ts";
+import { CONFIGMAPS, eventually, tempDir, testClient, testNamespace } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -94,5 +103,59 @@ Deno.test(
     assert.ok(applied?.type === "apply" && applied.object.metadata?.name === "sane");
     // Bounded: the reader stopped and closed the stream long before the server's end.
     assert.ok(sent < bound / 2, `the client read ${sent} bytes of garbage`);
+  },
+);
+
+Deno.test(
+  "an operator run with insecure-skip-tls-verify: true warns once and works",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    await using dir = await tempDir("kopf-insecure-");
+    const config = parse(await Deno.readTextFile(plane.kubeconfigPath)) as {
+      clusters: { cluster: Record<string, unknown> }[];
+    };
+    // The CA stays: Deno verifies the certificate anyway, unless it runs with the process-wide
+    // --unsafely-ignore-certificate-errors (which the warning names).
+    for (const { cluster } of config.clusters) cluster["insecure-skip-tls-verify"] = true;
+    const kubeconfig = `${dir.path}/config`;
+    await Deno.writeTextFile(kubeconfig, stringify(config));
+    const namespace = await testNamespace("insecure");
+    const registry = new OperatorRegistry();
+    const seen: string[] = [];
+    on.event("configmaps", { registry }, ({ name }) => {
+      if (name) seen.push(name);
+    });
+    const logs: LogEntry[] = [];
+    const controller = new AbortController();
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => (ready = resolve));
+    const running = operator({
+      registry,
+      settings: createSettings({ posting: { enabled: false } }),
+      standalone: true,
+      namespaces: [namespace],
+      kubeconfig,
+      listeners: [(entry) => logs.push(entry)],
+      signal: controller.signal,
+      onReady: ready,
+    });
+    try {
+      await Promise.race([isReady, running]);
+      using client = await testClient();
+      await client.api.create(CONFIGMAPS, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "over-insecure" },
+      }, { namespace });
+      await eventually(() => seen.includes("over-insecure"), 30_000, "the event handler");
+    } finally {
+      controller.abort();
+      await running;
+    }
+    const warnings = logs.filter((e) => e.message.includes("insecure-skip-tls-verify"));
+    assert.equal(warnings.length, 1, warnings.map((e) => e.message).join("; "));
+    assert.equal(warnings[0]!.level, "warning");
+    assert.match(warnings[0]!.message, /--unsafely-ignore-certificate-errors.* not verified/);
   },
 );

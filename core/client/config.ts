@@ -5,10 +5,13 @@
  * Everything that can be wrong in the configuration surfaces as one {@link ConfigError} with a
  * single-line message naming the file and the entry, never as a `TypeError` from deep inside.
  * Not supported: `auth-provider` (removed from kubectl; use an exec plugin), exec plugins that
- * return client certificates, `tls-server-name` and `proxy-url` (ignored).
+ * return client certificates, `tls-server-name` (ignored), and `proxy-url` (refused with a
+ * {@link ConfigError} that names `HTTPS_PROXY`, which the client honours, as the alternative).
+ * `insecure-skip-tls-verify: true` is obeyed with a warning.
  * @module
  */
 
+import { getLogger } from "@logtape/logtape";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { type ConnectionInfo, type Credentials, NO_CREDENTIALS } from "./connection.ts";
 import {
@@ -36,6 +39,11 @@ export interface EnvironmentOptions {
   readonly readFile?: ReadFileFn;
   /** Clock for token expiry and re-reads, in ms since the epoch. @default Date.now */
   readonly now?: () => number;
+  /**
+   * Receives warnings about the configuration (e.g. `insecure-skip-tls-verify: true`), one per
+   * load. @default a warning on the `kopf.client` logger (LogTape)
+   */
+  readonly warn?: (message: string) => void;
 }
 
 /** Options of {@link loadKubeconfig}. */
@@ -112,6 +120,16 @@ export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<C
   const user = lookUp(merged.users, context, "user", where);
   const namespace = context.body.namespace;
   const tls = await readCluster(cluster, refresh.readFile);
+  if (tls.insecureSkipTlsVerify) {
+    const warn = options.warn ?? ((message: string) => getLogger(["kopf", "client"]).warn(message));
+    // Deno cannot skip the check per connection: only its process-wide flag turns it off.
+    warn(
+      `Kubeconfig ${cluster.file}: cluster "${cluster.name}" sets insecure-skip-tls-verify: ` +
+        `if Deno runs with --unsafely-ignore-certificate-errors, the API server's certificate ` +
+        `is not verified and anyone on the network path can impersonate it and take the ` +
+        `credentials; without that flag it is verified anyway; set certificate-authority(-data)`,
+    );
+  }
   const auth = await readUser(user, tls, cluster, refresh);
   return {
     ...tls,
@@ -340,6 +358,15 @@ async function readCluster(
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new ConfigError(`${where} has a server URL "${raw}" that is not http(s)`);
+  }
+  // Connecting directly when the configuration names a proxy would fail or, worse, bypass it.
+  const proxy = cluster.body["proxy-url"];
+  if (proxy !== undefined && proxy !== null && proxy !== "") {
+    throw new ConfigError(
+      `${where} sets proxy-url, which is not supported; remove it and set the environment ` +
+        `variable HTTPS_PROXY=${typeof proxy === "string" ? proxy : "<the proxy's URL>"} ` +
+        `instead (also HTTP_PROXY and NO_PROXY are honoured)`,
+    );
   }
   const insecure = cluster.body["insecure-skip-tls-verify"];
   if (insecure !== undefined && insecure !== null && typeof insecure !== "boolean") {

@@ -594,3 +594,53 @@ Deno.test("loadKubeconfig without any kubeconfig file", async () => {
     await assertConfigError(loadKubeconfig({ env: {} }), "KUBECONFIG and HOME are unset");
   });
 });
+
+Deno.test("loadKubeconfig refuses proxy-url with a message naming the field and HTTPS_PROXY", async () => {
+  await withTempDir(async (dir) => {
+    const path = await write(
+      dir,
+      "config",
+      kubeconfig({ server: "https://10.0.0.1:6443", "proxy-url": "http://proxy.test:3128" }),
+    );
+    await assert.rejects(
+      () => loadKubeconfig({ paths: [path] }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes(path) &&
+        error.message.includes('cluster "c" sets proxy-url, which is not supported') &&
+        error.message.includes("HTTPS_PROXY=http://proxy.test:3128") &&
+        !error.message.includes("\n"),
+    );
+    // An empty proxy-url is no proxy.
+    await write(dir, "config", kubeconfig({ server: "https://10.0.0.1:6443", "proxy-url": "" }));
+    assert.equal((await loadKubeconfig({ paths: [path] })).server, "https://10.0.0.1:6443");
+  });
+});
+
+Deno.test("loadKubeconfig warns once about insecure-skip-tls-verify: true, not otherwise", async () => {
+  await withTempDir(async (dir) => {
+    const warnings: string[] = [];
+    const warn = (message: string) => warnings.push(message);
+    const insecure = await write(
+      dir,
+      "insecure",
+      kubeconfig({ server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": true }),
+    );
+    await loadKubeconfig({ paths: [insecure], warn });
+    assert.equal(warnings.length, 1);
+    assert.match(
+      warnings[0]!,
+      /cluster "c" sets insecure-skip-tls-verify: .*--unsafely-ignore-certificate-errors.* not verified/,
+    );
+    assert.ok(warnings[0]!.includes(insecure));
+    for (const flag of [false, undefined]) {
+      const path = await write(
+        dir,
+        `secure-${flag}`,
+        kubeconfig({ server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": flag }),
+      );
+      await loadKubeconfig({ paths: [path], warn });
+    }
+    assert.equal(warnings.length, 1);
+  });
+});

@@ -96,6 +96,7 @@ export async function connect(
     const connection = await autoConfigure({
       ...(paths.length ? { paths } : {}),
       ...(options.context ? { context: options.context } : {}),
+      warn: (message) => logger.warning(message), // once per run: configured once per run
     });
     logger.info("Initial authentication has finished.");
     const credentials: Credentials = {
