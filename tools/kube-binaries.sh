@@ -3,6 +3,7 @@
 # version-keyed cache outside the repository, and reuses them when already present.
 #
 # Usage: tools/kube-binaries.sh            # build if missing, print the bin directory
+#        tools/kube-binaries.sh --node     # also kubelet and kube-scheduler (testing/plane/node.ts)
 #        KOPF_TS_CACHE=/some/dir tools/kube-binaries.sh
 #
 # Needs: Go >= 1.26 on PATH and the Go module proxy. Nothing is downloaded from anywhere else.
@@ -12,8 +13,15 @@ K8S_VERSION="${KOPF_TS_K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${KOPF_TS_ETCD_VERSION:-v3.6.16}"
 CACHE="${KOPF_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-ts}"
 BIN="$CACHE/kube/$K8S_VERSION-etcd-$ETCD_VERSION/bin"
+NODE=""
+case "${1:-}" in
+  "") ;;
+  --node) NODE=1 ;;
+  *) echo "usage: tools/kube-binaries.sh [--node]" >&2; exit 2 ;;
+esac
 
-if [[ -x "$BIN/kube-apiserver" && -x "$BIN/etcd" && -x "$BIN/kube-controller-manager" ]]; then
+if [[ -x "$BIN/kube-apiserver" && -x "$BIN/etcd" && -x "$BIN/kube-controller-manager" ]] &&
+  [[ -z "$NODE" || (-x "$BIN/kubelet" && -x "$BIN/kube-scheduler") ]]; then
   echo "$BIN"
   exit 0
 fi
@@ -34,7 +42,22 @@ mkdir -p "$work/kube" "$work/etcd" "$BIN"
 minor="$(echo "$K8S_VERSION" | cut -d. -f2)"
 staging="v0.${K8S_VERSION#v1.}"
 
-if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]]; then
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+build_kube() { # commands of k8s.io/kubernetes/cmd, built from the wrapper module
+  local cmd
+  for cmd in "$@"; do
+    log "building $cmd (a cold build takes about 5 minutes on 2 cores)"
+    go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" \
+      -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
+    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+  done
+}
+
+if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" || ! -f "$work/kube/go.mod" ]]; then
   log "preparing wrapper module for k8s.io/kubernetes@$K8S_VERSION"
   cd "$work/kube"
   rm -f go.mod go.sum # a failed earlier attempt must not pin anything
@@ -56,17 +79,16 @@ if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]]; then
   # k8s.io/kubernetes while the staging modules stay at this version (and then fail to build).
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
     "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" >&2
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
-  for cmd in kube-apiserver kube-controller-manager; do
-    log "building $cmd (a cold build takes about 5 minutes on 2 cores)"
-    go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" \
-      -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2
-    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
-  done
+  build_kube kube-apiserver kube-controller-manager
+fi
+
+if [[ -n "$NODE" && (! -x "$BIN/kubelet" || ! -x "$BIN/kube-scheduler") ]]; then
+  # The node's two: the kubelet needs one more module (k8s.io/cri-streaming), which `go get`
+  # resolves at the version k8s.io/kubernetes requires.
+  cd "$work/kube"
+  go get -tool "k8s.io/kubernetes/cmd/kubelet@$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" >&2
+  build_kube kubelet kube-scheduler
 fi
 
 if [[ ! -x "$BIN/etcd" ]]; then

@@ -16,7 +16,10 @@ export const MARKER = ".kopf-ts-plane";
 
 export const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager"] as const;
 
-export type ComponentName = typeof COMPONENTS[number];
+/** The test node's processes (`./node.ts`). */
+export const NODE_COMPONENTS = ["containerd", "kube-scheduler", "kubelet"] as const;
+
+export type ComponentName = typeof COMPONENTS[number] | typeof NODE_COMPONENTS[number];
 
 export interface Component {
   readonly name: ComponentName;
