@@ -82,6 +82,15 @@ Options:
       --deno PATH           The deno executable (default: $DENO, else the running one).
       --print               Write the entry module and print the deno compile command; do not
                             compile.
+      --image               Instead of a binary, write an OCI image archive (no container
+                            engine needed): a Debian-based distroless-like base, the deno
+                            executable, the operator's files and their dependency cache; it runs
+                            \`deno run --cached-only\` as user 65532. Default output:
+                            dist/ + the first file's name + .oci.tar. Load it with
+                            \`docker load -i\`, \`podman load -i\` or \`ctr images import\`.
+      --tag NAME            The image's name and tag (with --image; default: FILE:latest).
+      --base-debs DIR       The base's .deb files (libc6, libgcc-s1, ca-certificates, tzdata);
+                            default: downloaded once with apt-get download into a cache.
   -h, --help                Show this help.
 `;
 
@@ -192,6 +201,9 @@ export async function buildCommand(args: readonly string[], io: ToolingIo): Prom
         target: { type: "string" },
         deno: { type: "string" },
         print: { type: "boolean" },
+        image: { type: "boolean" },
+        tag: { type: "string" },
+        "base-debs": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -212,10 +224,31 @@ export async function buildCommand(args: readonly string[], io: ToolingIo): Prom
   }
   if (!o.deno && !Deno.env.get("DENO") && !/(^|\/)deno(\.exe)?$/.test(Deno.execPath())) {
     throw new UsageError(
-      `kopf build runs deno compile, and ${Deno.execPath()} is not deno: ` +
+      `kopf build runs deno ${
+        o.image ? "cache" : "compile"
+      }, and ${Deno.execPath()} is not deno: ` +
         "give the deno executable with --deno or $DENO",
     );
   }
+  if (o.image) {
+    const { buildImage } = await import("./image.ts");
+    io.print(`Building an image of ${parsed.positionals.join(", ")}`);
+    const image = await buildImage({
+      handlers: parsed.positionals,
+      output: o.output,
+      name: o.tag,
+      deno: o.deno,
+      baseDebs: o["base-debs"],
+    });
+    const mib = (n: number) => (n / 1048576).toFixed(1);
+    io.print(
+      `Built ${image.output}: ${image.name} ${image.digest}, ${mib(image.bytes.length)} MiB ` +
+        `(layers ${image.layerSizes.map(mib).join(" + ")} MiB compressed, ` +
+        `${image.layerUncompressedSizes.map(mib).join(" + ")} MiB unpacked)`,
+    );
+    return 0;
+  }
+  if (o.tag || o["base-debs"]) throw new UsageError("--tag and --base-debs go with --image");
   const plan = planBuild({
     handlers: parsed.positionals,
     output: o.output,
