@@ -21,9 +21,15 @@
  *                              (default: $KOPF_TS_KUBE_BIN or tools/kube-binaries.sh's cache).
  *   --keep-dir                 Keep the working directory (logs, etcd data) after stopping.
  *   --apiserver-arg FLAG       Extra kube-apiserver flag (repeatable), e.g. --apiserver-arg=--v=4.
+ *   --node                     Also run a node (containerd, kubelet, kube-scheduler; see
+ *                              testing/plane/node.ts): Linux, root, and inside tools/netns.sh.
+ *                              Load images with
+ *                              ctr --address "$KOPF_TS_TEST_CONTAINERD" -n k8s.io images import TAR
  *
  * The exported variables are KOPF_TS_TEST_KUBECONFIG (the admin kubeconfig) and
- * KOPF_TS_TEST_ETCD_URL (for compaction). Progress and errors go to stderr.
+ * KOPF_TS_TEST_ETCD_URL (for compaction); with --node also KOPF_TS_TEST_NODE (the Node's name),
+ * KOPF_TS_TEST_CONTAINERD (containerd's socket) and KOPF_TS_TEST_APISERVER_PORT (for
+ * KUBERNETES_SERVICE_PORT in Pod specs). Progress and errors go to stderr.
  * Exit codes: 0 after a signal-initiated stop, 1 if the plane could not start, 2 on bad usage.
  *
  * From bash:
@@ -37,10 +43,12 @@
  */
 
 import { ControlPlane, type ControlPlaneOptions } from "../testing/control_plane.ts";
+import { TestNode } from "../testing/plane/node.ts";
 
 interface CliOptions {
   envFile: string | undefined;
   printEnv: boolean;
+  node: boolean;
   plane: ControlPlaneOptions;
 }
 
@@ -49,7 +57,7 @@ function usage(message: string): never {
   console.error(
     "usage: deno run -A tools/control_plane.ts start [--env-file PATH] [--print-env] " +
       "[--uncached RESOURCE]... [--no-watch-cache] [--no-controller-manager] [--bin-dir DIR] [--keep-dir] " +
-      "[--apiserver-arg FLAG]...",
+      "[--apiserver-arg FLAG]... [--node]",
   );
   Deno.exit(2);
 }
@@ -57,7 +65,7 @@ function usage(message: string): never {
 function parseArgs(args: readonly string[]): CliOptions {
   const [command, ...rest] = args;
   if (command !== "start") usage(command ? `unknown command: ${command}` : "missing command");
-  const options: CliOptions = { envFile: undefined, printEnv: true, plane: {} };
+  const options: CliOptions = { envFile: undefined, printEnv: true, node: false, plane: {} };
   const apiServerArgs: string[] = [];
   const uncached: string[] = [];
   let uncachedGiven = false;
@@ -100,6 +108,9 @@ function parseArgs(args: readonly string[]): CliOptions {
       case "--apiserver-arg":
         apiServerArgs.push(value());
         break;
+      case "--node":
+        options.node = true;
+        break;
       default:
         usage(`unknown option: ${arg}`);
     }
@@ -117,6 +128,7 @@ async function main(): Promise<number> {
   const cli = parseArgs(Deno.args);
   const aborter = new AbortController();
   let plane: ControlPlane | undefined;
+  let node: TestNode | undefined;
   let resolveStop: (signo: number) => void = () => {};
   const stopRequested = new Promise<number>((resolve) => (resolveStop = resolve));
   const handlers = ([["SIGINT", 2], ["SIGTERM", 15]] as const).map(([name, signo]) => {
@@ -137,6 +149,9 @@ async function main(): Promise<number> {
         signal: aborter.signal,
         handleSignals: false,
       });
+      if (cli.node) {
+        node = await TestNode.start(plane, { signal: aborter.signal, handleSignals: false });
+      }
     } catch (error) {
       if (aborter.signal.aborted) {
         console.error("[control-plane] interrupted while starting");
@@ -148,6 +163,13 @@ async function main(): Promise<number> {
     const env = [
       `export KOPF_TS_TEST_KUBECONFIG=${shellQuote(plane.kubeconfigPath)}`,
       `export KOPF_TS_TEST_ETCD_URL=${shellQuote(plane.etcdUrl)}`,
+      ...(node
+        ? [
+          `export KOPF_TS_TEST_NODE=${shellQuote(node.name)}`,
+          `export KOPF_TS_TEST_CONTAINERD=${shellQuote(node.containerdSocket)}`,
+          `export KOPF_TS_TEST_APISERVER_PORT=${node.apiServerPort}`,
+        ]
+        : []),
       "",
     ].join("\n");
     if (cli.envFile) {
@@ -157,13 +179,15 @@ async function main(): Promise<number> {
     if (cli.printEnv) await Deno.stdout.write(new TextEncoder().encode(env));
     console.error(
       `[control-plane] ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
-        `server ${plane.server}, etcd ${plane.etcdUrl}, kubeconfig ${plane.kubeconfigPath}; ` +
+        `server ${plane.server}, etcd ${plane.etcdUrl}, kubeconfig ${plane.kubeconfigPath}` +
+        (node ? `, node ${node.name} (containerd ${node.containerdSocket})` : "") + "; " +
         "stop with SIGINT/SIGTERM",
     );
     const signo = await stopRequested;
     console.error(`[control-plane] stopping (signal ${signo})`);
     return 0;
   } finally {
+    await node?.stop();
     await plane?.stop();
     if (cli.envFile) {
       await Deno.remove(cli.envFile).catch(() => {});
