@@ -4,6 +4,7 @@
  * API server, so a handler filtering on it never runs, silently. Such a path is logged once as a
  * warning naming the handler. Built-in resources and CRDs the operator may not read (RBAC) are
  * skipped quietly; `x-kubernetes-preserve-unknown-fields` and `additionalProperties` hold any key.
+ * The CRD is listed by name (the `list` the operator has anyway to follow CRDs), not read by `get`.
  * @module
  */
 
@@ -184,10 +185,16 @@ export async function checkFieldPaths(
   if (!filtered.length || !resource.group.includes(".")) return;
   let schema: FieldSchema | undefined;
   try {
-    const crd = await deps.client.api.get(CRD_RESOURCE, `${resource.plural}.${resource.group}`, {
+    // A list by name, not a get: operators may list and watch CRDs (to follow them), not get.
+    const { items } = await deps.client.api.list(CRD_RESOURCE, {
+      fieldSelector: `metadata.name=${resource.plural}.${resource.group}`,
       signal: deps.signal,
-    }) as { spec?: { versions?: { name: string; schema?: { openAPIV3Schema?: FieldSchema } }[] } };
-    schema = crd.spec?.versions?.find((v) => v.name === resource.version)?.schema?.openAPIV3Schema;
+    });
+    const crd = items[0] as {
+      spec?: { versions?: { name: string; schema?: { openAPIV3Schema?: FieldSchema } }[] };
+    } | undefined;
+    schema = crd?.spec?.versions?.find((v) => v.name === resource.version)?.schema
+      ?.openAPIV3Schema;
   } catch {
     return; // not readable (RBAC), not a CRD, or stopping: nothing to check against
   }
