@@ -8,9 +8,9 @@
  *   compacted away, one `ERROR` event with a 410 `Expired` Status, and the stream ends.
  * - Selectors are applied to both states of a change: an object that starts matching arrives
  *   as `ADDED`, one that stops matching as `DELETED`.
- * - `allowWatchBookmarks`: a `BOOKMARK` every `bookmarkIntervalMs` and one 2 s before
- *   `timeoutSeconds` ends — each only if the resourceVersion moved on since the last event sent
- *   (as the real watch cache reports progress). The stream ends after `timeoutSeconds`
+ * - `allowWatchBookmarks`: a `BOOKMARK` every `bookmarkIntervalMs` (as kube-apiserver's, also
+ *   on a resource nothing changes), and one 2 s before `timeoutSeconds` ends only if the
+ *   resourceVersion moved on since the last event sent. The stream ends after `timeoutSeconds`
  *   (default 30 min).
  * - A watch of a custom resource ends when its CRD is deleted.
  * @module
@@ -109,11 +109,14 @@ export function openWatch(
         flush();
       };
       const present = (object: KubeObject) => cluster.present(def, object, version);
-      // Bookmarks report progress: only when the version moved on since the last event sent.
+      // Bookmarks report progress: the one before the timeout only when the version moved on
+      // since the last event sent; the periodic ones always, as kube-apiserver's come about
+      // every minute also for a resource nothing changes (etcd's progress notifications move
+      // its watch cache's version on), so that an idle watch is not mistaken for a lost one.
       let sentVersion = 0;
-      const bookmark = (initialEnd = false) => {
+      const bookmark = (initialEnd = false, periodic = false) => {
         const version = cluster.store.resourceVersion;
-        if (!request.allowBookmarks || (!initialEnd && version <= sentVersion)) return;
+        if (!request.allowBookmarks || (!initialEnd && !periodic && version <= sentVersion)) return;
         sentVersion = version;
         send("BOOKMARK", {
           kind: def.kind,
@@ -178,7 +181,7 @@ export function openWatch(
       const timeoutMs = (request.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000;
       const timers = [
         setTimeout(end, timeoutMs),
-        setInterval(() => bookmark(), Math.max(10, controls.bookmarkIntervalMs)),
+        setInterval(() => bookmark(false, true), Math.max(10, controls.bookmarkIntervalMs)),
       ];
       if (timeoutMs > 2000) timers.push(setTimeout(() => bookmark(), timeoutMs - 2000));
       cleanups.push(() => {
