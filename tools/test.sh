@@ -40,6 +40,30 @@ if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
   rm -f /tmp/kopf-ts-apt.$$
 fi
 
+# The test node (tests/incluster_test.ts, testing/plane/node.ts): Debian's containerd, runc and CNI
+# plugins, and the kubelet and kube-scheduler built like the control plane (cached). Bounded in
+# time; when any of it fails, the node test says why it skips.
+node_tests=""
+if [[ $# -eq 0 || "$*" == *incluster* ]] && [[ $(uname -s) == Linux && $(id -u) -eq 0 ]]; then
+  node_tests=1
+  if ! command -v containerd >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 ||
+    [[ ! -x /usr/lib/cni/loopback && ! -x /opt/cni/bin/loopback ]]; then
+    if command -v apt-get >/dev/null 2>&1; then
+      echo "[test] installing Debian's containerd, runc, containernetworking-plugins (for the test node)"
+      { timeout 300 apt-get update -q && DEBIAN_FRONTEND=noninteractive timeout 600 \
+          apt-get install -y -q --no-install-recommends containerd runc containernetworking-plugins; } \
+        >/tmp/kopf-ts-apt.$$ 2>&1 ||
+        { echo "[test] could not install containerd/runc; the node test will skip:"; tail -n 5 /tmp/kopf-ts-apt.$$; }
+      rm -f /tmp/kopf-ts-apt.$$
+    fi
+  fi
+  if ! timeout 1200 tools/kube-binaries.sh --node >/tmp/kopf-ts-node-build.$$ 2>&1; then
+    echo "[test] could not build the kubelet and kube-scheduler; the node test will skip:"
+    tail -n 5 /tmp/kopf-ts-node-build.$$
+  fi
+  rm -f /tmp/kopf-ts-node-build.$$
+fi
+
 if [[ $# -eq 0 ]]; then
   check fmt $DENO fmt --check
   check lint $DENO lint
@@ -77,6 +101,31 @@ tp=$(sed -E 's/.*\| ([0-9]+) passed.*/\1/' <<<"$summary")
 tf=$(sed -E 's/.*passed[^|]*\| ([0-9]+) failed.*/\1/' <<<"$summary")
 if [[ -z "$summary" ]]; then tp=0; tf=1; echo "error: deno test printed no summary"; fi
 passed=$((passed + tp)); failed=$((failed + tf))
+
+# The node test runs in network and mount namespaces of its own (tools/netns.sh), with a control
+# plane of its own there; the image is built here first, where the package registries are reached.
+if [[ -n "$node_tests" ]]; then
+  echo "[test] tests/incluster_test.ts on a node of its own (tools/netns.sh)"
+  if $DENO run -A --no-check=remote cli.ts build --image --tag kopf-incluster:test \
+    tests/fixtures/incluster_operator.ts -o "$run/incluster.oci.tar" >"$run/image.log" 2>&1; then
+    tail -n 1 "$run/image.log"
+    env -u KOPF_TS_TEST_KUBECONFIG -u KOPF_TS_TEST_ETCD_URL KOPF_TS_TEST_IMAGE="$run/incluster.oci.tar" \
+      timeout 900 tools/netns.sh $DENO test -A --no-check=remote tests/incluster_test.ts 2>&1 |
+      tee "$run/node.log"
+    summary=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$run/node.log" | tail -n 1)
+    if [[ -n "$summary" ]]; then
+      passed=$((passed + $(sed -E 's/.*\| ([0-9]+) passed.*/\1/' <<<"$summary")))
+      failed=$((failed + $(sed -E 's/.*passed[^|]*\| ([0-9]+) failed.*/\1/' <<<"$summary")))
+    else
+      echo "[test] the node test did not run (see above)"
+      grep -q "cannot make network and mount namespaces\|needs root\|needs \`" "$run/node.log" ||
+        failed=$((failed + 1))
+    fi
+  else
+    echo "error: kopf build --image failed:"; tail -n 20 "$run/image.log"
+    failed=$((failed + 1))
+  fi
+fi
 echo
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
