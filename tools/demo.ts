@@ -132,6 +132,12 @@ const events = await client.api.list(EVENTS, {
 });
 say("Events (kubectl describe kex kopf-example-1)");
 for (const e of events.items) console.log(`${e.type}\t${e.reason}\t${e.message}`);
+if (!events.items.length) {
+  console.log(
+    "(none: this handler posts no Events itself, and log messages become Events only with\n" +
+      " settings.posting.loggers = true — off by default, as in Kopf 1.44+; see docs/settings.md)",
+  );
+}
 
 const stop = async (code: number) => {
   try {

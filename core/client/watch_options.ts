@@ -39,7 +39,7 @@ export interface WatcherOptions {
    * sent (the server's own default). @default 300
    */
   readonly serverTimeoutSeconds?: number | null | undefined;
-  /** A stream silent for this long is considered stalled and reopened. @default 70000 */
+  /** A stream silent for this long is considered stalled and reopened. @default 90000 */
   readonly inactivityTimeoutMs?: number | undefined;
   /** Pause before reopening a stream the server ended normally. @default 100 */
   readonly reconnectBackoffMs?: number | undefined;
@@ -69,11 +69,47 @@ export interface WatcherOptions {
 
 /** The watch stream stayed silent past the inactivity timeout. */
 export class WatchStalledError extends Error {
-  /** @param ms The inactivity timeout that expired. */
-  constructor(ms: number) {
-    super(`Watch stream was silent for ${ms} ms (no events, no bookmarks); reconnecting`);
+  /** The inactivity timeout that expired, in milliseconds. */
+  readonly ms: number;
+  /**
+   * Whether the API server had answered the request (the stream was open, then silent). Normal
+   * for a resource that nothing changes: kube-apiserver sends a bookmark only when the
+   * resource's version has moved on since the last one. `false`: the request got no answer.
+   */
+  readonly connected: boolean;
+  /** Whether the stream's previous request went silent too, with nothing received since. */
+  readonly repeated: boolean;
+  /**
+   * @param ms The inactivity timeout that expired.
+   * @param options `connected`: the server had answered before the silence; `repeated`: the
+   *   previous request of the stream went silent too, with nothing received since.
+   */
+  constructor(
+    ms: number,
+    options: { readonly connected?: boolean; readonly repeated?: boolean } = {},
+  ) {
+    super(
+      options.connected
+        ? `Watch stream was silent for ${ms} ms (no events, no bookmarks: nothing changed, or ` +
+          "the connection was lost); reconnecting"
+        : `Watch request was silent for ${ms} ms (no answer from the API server); reconnecting`,
+    );
     this.name = "WatchStalledError";
+    this.ms = ms;
+    this.connected = options.connected ?? false;
+    this.repeated = options.repeated ?? false;
   }
+}
+
+/**
+ * Whether a watch failure is worth an INFO line only, not a WARNING: a stream the server had
+ * answered went silent past the inactivity timeout once (a bookmark late or lost). Silence again
+ * right after, a request never answered, and every other failure are warnings.
+ * @param error The failure of a watch request (a watcher's `error` event).
+ * @returns `true` for a first silence of an answered stream.
+ */
+export function isRoutineSilence(error: unknown): boolean {
+  return error instanceof WatchStalledError && error.connected && !error.repeated;
 }
 
 /** A watch request reached the client-side timeout (`clientTimeoutMs`). */

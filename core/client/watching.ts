@@ -44,6 +44,7 @@ export {
   type WatchStartReason,
 } from "./watch_events.ts";
 export {
+  isRoutineSilence,
   WatchClientTimeoutError,
   type WatcherOptions,
   watchingOptions,
@@ -84,10 +85,11 @@ export async function* watcher(
   options: WatcherOptions = {},
 ): AsyncGenerator<WatcherEvent> {
   const signal = options.signal;
-  const inactivityMs = options.inactivityTimeoutMs ?? 70_000;
+  const inactivityMs = options.inactivityTimeoutMs ?? 90_000;
   let resourceVersion: string | undefined;
   let failures = 0;
   let reason: WatchStartReason = "initial";
+  let silent = false; // the last request went silent, and nothing came since
   const selectors = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
@@ -160,6 +162,7 @@ export async function* watcher(
           });
           for await (const line of events) {
             failures = 0;
+            silent = false;
             const problem = malformation(line);
             if (problem) {
               yield { type: "skipped", reason: problem };
@@ -212,6 +215,12 @@ export async function* watcher(
             }
           }
         } catch (error) {
+          // Silent after the server had answered: told apart from a request never answered.
+          if (error instanceof WatchStalledError && !error.connected && !signal?.aborted) {
+            const repeated = silent;
+            silent = true;
+            throw new WatchStalledError(error.ms, { connected: true, repeated });
+          }
           // The request lived as long as allowed: resume from the last version, as after a
           // server-side timeout.
           if (!(error instanceof WatchClientTimeoutError) || signal?.aborted) throw error;

@@ -22,7 +22,7 @@
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeApi } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
-import { watcher, watchingOptions } from "../client/watching.ts";
+import { isRoutineSilence, watcher, watchingOptions } from "../client/watching.ts";
 import type { PeeringSettings, WatchingSettings } from "../settings/settings.ts";
 import {
   isLiteralNamespace,
@@ -505,7 +505,9 @@ class PeeringMember {
           this.#absent();
           break;
         case "error":
-          logger.warning(`Watching ${this.#key}: ${event.error.message}`);
+          if (isRoutineSilence(event.error)) {
+            logger.info(`Watching ${this.#key}: ${event.error.message}`);
+          } else logger.warning(`Watching ${this.#key}: ${event.error.message}`);
           break;
       }
     }

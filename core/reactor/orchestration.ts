@@ -23,6 +23,7 @@
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
+import { isRoutineSilence } from "../client/watching.ts";
 import type { Memo } from "../intents/contexts.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
@@ -288,10 +289,10 @@ export class Orchestrator {
       );
       tasks.push(
         client.discovery.followDefinitions(signal, (error, retryInMs) => {
-          this.#deps.logger.warning(
-            `Watching CustomResourceDefinitions: ${error.message}; ` +
-              `retrying in ${(retryInMs / 1000).toFixed(1)}s`,
-          );
+          const message = `Watching CustomResourceDefinitions: ${error.message}; ` +
+            `retrying in ${(retryInMs / 1000).toFixed(1)}s`;
+          if (isRoutineSilence(error)) this.#deps.logger.info(message);
+          else this.#deps.logger.warning(message);
         }).catch((error) => {
           if (!signal.aborted) this.#deps.logger.error(`Stopped following CRDs: ${error}`);
         }),

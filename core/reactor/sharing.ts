@@ -23,7 +23,7 @@
 import type { Logger } from "../actions/loggers.ts";
 import { type Informer, InformerCache, type InformerScope } from "../client/caching.ts";
 import type { KubeClient } from "../client/client.ts";
-import { type WatcherEvent, watchingOptions } from "../client/watching.ts";
+import { isRoutineSilence, type WatcherEvent, watchingOptions } from "../client/watching.ts";
 import type { ReconcileRegistration } from "../intents/reconciliation.ts";
 import { matchesResource, type SelectorFields } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
@@ -70,8 +70,11 @@ export class SharedInformers implements AsyncDisposable {
     this.cache = new InformerCache(deps.client.api, {
       ...(deps.settings.caching.dropManagedFields ? {} : { transform: false as const }),
       watching: watchingOptions(deps.settings.watching),
-      onError: (error, resource) =>
-        logger.warning(`Watching ${resourceName(resource)} failed: ${error.message}`),
+      onError: (error, resource) => {
+        const message = `Watching ${resourceName(resource)} failed: ${error.message}`;
+        if (isRoutineSilence(error)) logger.info(message);
+        else logger.warning(message);
+      },
     });
     this.#selectors = deps.registrations.flatMap(({ selector, handler }) => [
       selector,

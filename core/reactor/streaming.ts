@@ -10,7 +10,7 @@
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
-import { objectEvents, watcher, watchingOptions } from "../client/watching.ts";
+import { isRoutineSilence, objectEvents, watcher, watchingOptions } from "../client/watching.ts";
 import type { Memo } from "../intents/contexts.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
@@ -233,7 +233,9 @@ export async function runStream(
         }
         if (other.type === "initDone") books.listed(key);
         if (other.type === "error") {
-          logger.warning(`Watching ${resourceName(resource)}${where}: ${other.error.message}`);
+          const message = `Watching ${resourceName(resource)}${where}: ${other.error.message}`;
+          if (isRoutineSilence(other.error)) logger.info(message);
+          else logger.warning(message);
         }
         if (other.type === "skipped") {
           logger.warning(

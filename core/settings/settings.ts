@@ -144,9 +144,11 @@ export interface WatchingSettings {
   reconnectBackoff: number;
   /**
    * A stream with no events and no bookmarks for this long is considered stalled and reopened.
-   * As Kopf 1.44's `settings.watching.inactivity_timeout`: the server sends a bookmark about
-   * every minute, so 70 s notices a silently lost connection while the server still has the
-   * missed events. @default 70
+   * kube-apiserver sends a bookmark about every minute (60 s after the request, then every 60 s,
+   * and 2 s before its timeout), also on a resource nothing changes, so 90 s notices a silently
+   * lost connection while the server still has the missed events, with room for a late bookmark.
+   * A first silence is logged at INFO, a second in a row at WARNING. Kopf 1.44+ has 70 s
+   * (`inactivity_timeout`). @default 90
    */
   inactivityTimeout: number;
   /**
@@ -400,7 +402,7 @@ export function createSettings(
       serverTimeout: 300,
       clientTimeout: null,
       reconnectBackoff: 0.1,
-      inactivityTimeout: 70,
+      inactivityTimeout: 90,
       labelSelectors: {},
       fieldSelectors: {},
       initialStreaming: false,
