@@ -8,10 +8,12 @@ import { main } from "../core/api/cli.ts";
 import { spawnOperator } from "./_operator.ts";
 import {
   applyCrds,
+  captureLines,
   eventually,
   KOPFEXAMPLES,
   kubeconfigPath,
   tempDir,
+  terminate,
   testClient,
   testNamespace,
 } from "./_support.ts";
@@ -430,5 +432,140 @@ Deno.test(
       assert.ok(lines.some((l) => point.test(l)), `${point} was reached:\n${lines.join("\n")}`);
       assert.equal(code, 0, `stopped at ${point}:\n${lines.join("\n")}`);
     }
+  },
+);
+
+Deno.test("kopf --help lists the commands, not kopf run's options", opts, async () => {
+  const { code, lines } = await kopf(["--help"]);
+  assert.equal(code, 0);
+  const text = lines.join("\n");
+  assert.match(text, /^Usage: kopf COMMAND/);
+  for (const command of ["run", "freeze, resume", "shards", "init", "generate types", "build"]) {
+    assert.match(text, new RegExp(`^  ${command}\\b`, "m"), command);
+  }
+  assert.doesNotMatch(text, /--all-namespaces/);
+  assert.match((await kopf(["run", "--help"])).lines.join("\n"), /^Usage: kopf run/);
+});
+
+Deno.test(
+  "--embedded in a project applies its crds/, hints from them, suggests the meant resource for " +
+    "a misspelled one, and warns without -n/-A",
+  opts,
+  async () => {
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.mkdir(`${dir.path}/crds`);
+    await Deno.writeTextFile(
+      `${dir.path}/crds/widgets.yaml`,
+      `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`,
+    );
+    await Deno.writeTextFile(
+      `${dir.path}/handlers.ts`,
+      `import { on } from "${mod}";
+on.create("widgets", function create_widget() {});
+on.create("widgts", function create_typo() {});
+`,
+    );
+    const cli = new URL("../cli.ts", import.meta.url).pathname;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-check", cli, "run", "handlers.ts", "--embedded", "--standalone"],
+      cwd: dir.path,
+      env: { KUBECONFIG: "/nonexistent/kubeconfig", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).spawn();
+    const { lines, exited } = captureLines(child);
+    try {
+      await eventually(
+        () => lines.find((l) => /No resource matches name="widgts"/.test(l)),
+        30_000,
+        `the operator's report; got:\n${lines.join("\n")}`,
+      );
+      const text = lines.join("\n");
+      assert.match(text, /^Applied crds\/widgets\.yaml: widgets\.example\.com\.$/m);
+      assert.match(text, /^ +kubectl get widgets$/m);
+      assert.doesNotMatch(text, /kopfexamples|examples\/obj\.yaml/);
+      assert.match(
+        text,
+        /The embedded API serves no resource for name="widgts" \(did you mean "widgets"\?\): pass its CRD with --crd FILE/,
+      );
+      assert.match(text, /No resource matches name="widgts" \(did you mean "widgets"\?\)/);
+      assert.doesNotMatch(text, /No resource matches name="widgets"/);
+      assert.match(text, /WARNING.*Neither --namespace nor --all-namespaces is given/);
+    } finally {
+      assert.equal(await terminate(child, exited), 0, lines.join("\n"));
+    }
+  },
+);
+
+Deno.test(
+  "--liveness on a port in use is one error line naming the option and port",
+  opts,
+  async () => {
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/handlers.ts`,
+      `import { on } from "${mod}";\non.create("configmaps", function noop() {});\n`,
+    );
+    using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (taken.addr as Deno.NetAddr).port;
+    const { code, lines } = await kopf([
+      "run",
+      `${dir.path}/handlers.ts`,
+      "-A",
+      "--standalone",
+      "--liveness",
+      `http://127.0.0.1:${port}/healthz`,
+    ]);
+    assert.equal(code, 1);
+    const errors = lines.filter((l) => !/^\[.*\] /.test(l)); // all but the log lines
+    assert.deepEqual(errors, [
+      `error: --liveness: port ${port} is in use (another process listens on it); choose another port`,
+    ]);
+  },
+);
+
+Deno.test(
+  "kopf generate rbac --verify against an API server without authorization says so",
+  opts,
+  async () => {
+    const { Emulator } = await import("../kits/emulator/mod.ts");
+    await using emulator = await Emulator.start();
+    await using dir = await tempDir();
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${dir.path}/handlers.ts`,
+      `import { on } from "${mod}";\non.create("configmaps", function noop() {});\n`,
+    );
+    const { code, lines } = await kopf([
+      "generate",
+      "rbac",
+      `${dir.path}/handlers.ts`,
+      "-A",
+      "--standalone",
+      "--verify",
+      "--kubeconfig",
+      emulator.kubeconfigPath,
+    ]);
+    assert.equal(code, 1, lines.join("\n"));
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(
+      lines[0]!,
+      /^error: --verify: the API server at https:\/\/127\.0\.0\.1:\d+ has no authorization API \(authorization\.k8s\.io\/v1 is not served/,
+    );
   },
 );

@@ -8,6 +8,7 @@
 
 import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
+import { ApiError } from "../../client/errors.ts";
 import {
   getDefaultRegistry,
   OperatorRegistry,
@@ -302,7 +303,17 @@ async function verify(
       },
     });
     return review.status?.allowed === true;
-  }));
+  })).catch((error) => {
+    // Not served: an API server without authorization (the embedded emulator grants everything).
+    if (error instanceof ApiError && error.code === 404) {
+      throw new UsageError(
+        `--verify: the API server at ${client.http.connection.server} has no authorization API ` +
+          "(authorization.k8s.io/v1 is not served, as on the embedded emulator, which grants " +
+          "every request): verify against a real cluster",
+      );
+    }
+    throw error;
+  });
   checks.forEach(({ p, verb, name }, i) => {
     if (answers[i]) return;
     const what = (p.group ? `${p.resource}.${p.group}` : p.resource) +
