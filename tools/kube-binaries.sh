@@ -57,7 +57,10 @@ build_kube() { # commands of k8s.io/kubernetes/cmd, built from the wrapper modul
   done
 }
 
-if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" || ! -f "$work/kube/go.mod" ]]; then
+node_missing=""
+[[ -n "$NODE" && (! -x "$BIN/kubelet" || ! -x "$BIN/kube-scheduler") ]] && node_missing=1
+if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" ]] ||
+  [[ -n "$node_missing" && ! -f "$work/kube/go.mod" ]]; then
   log "preparing wrapper module for k8s.io/kubernetes@$K8S_VERSION"
   cd "$work/kube"
   rm -f go.mod go.sum # a failed earlier attempt must not pin anything
@@ -79,10 +82,12 @@ if [[ ! -x "$BIN/kube-apiserver" || ! -x "$BIN/kube-controller-manager" || ! -f 
   # k8s.io/kubernetes while the staging modules stay at this version (and then fail to build).
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
     "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" >&2
-  build_kube kube-apiserver kube-controller-manager
+  for cmd in kube-apiserver kube-controller-manager; do
+    [[ -x "$BIN/$cmd" ]] || build_kube "$cmd"
+  done
 fi
 
-if [[ -n "$NODE" && (! -x "$BIN/kubelet" || ! -x "$BIN/kube-scheduler") ]]; then
+if [[ -n "$node_missing" ]]; then
   # The node's two: the kubelet needs one more module (k8s.io/cri-streaming), which `go get`
   # resolves at the version k8s.io/kubernetes requires.
   cd "$work/kube"
