@@ -726,6 +726,57 @@ contract("owner-reference garbage collection", async ({ client, namespace }) => 
 });
 
 contract(
+  "persistent volume claims: defaults, a pending claim's spec is immutable, deleted with their owner",
+  async ({ client, namespace }) => {
+    const PVCS: Resource = {
+      ...CONFIGMAPS,
+      plural: "persistentvolumeclaims",
+      singular: "persistentvolumeclaim",
+      kind: "PersistentVolumeClaim",
+    };
+    const owner = await client.api.create(CONFIGMAPS, { metadata: { name: "owner" } }, {
+      namespace,
+    });
+    const created = await client.api.create(PVCS, {
+      metadata: {
+        name: "claim",
+        ownerReferences: [{
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          name: "owner",
+          uid: owner.metadata!.uid!,
+          controller: true,
+          blockOwnerDeletion: true,
+        }],
+      },
+      spec: {
+        storageClassName: "standard",
+        accessModes: ["ReadWriteOnce"],
+        resources: { requests: { storage: "1G" } },
+      },
+    }, { namespace });
+    assert.equal((created.spec as { volumeMode?: string }).volumeMode, "Filesystem");
+    assert.deepEqual(created.status, { phase: "Pending" });
+
+    // Not bound: the size (like any other spec field) cannot change; labels can.
+    const resize = { spec: { resources: { requests: { storage: "2G" } } } };
+    const refused = await failure(client.api.patch(PVCS, "claim", resize, { namespace }), 422);
+    assert.match(refused.message, /spec is immutable after creation except resources\.requests/);
+    const relabelled = await client.api.patch(PVCS, "claim", { metadata: { labels: { a: "b" } } }, {
+      namespace,
+    });
+    assert.deepEqual(relabelled.metadata?.labels, { a: "b" });
+
+    await client.api.delete(CONFIGMAPS, "owner", { namespace });
+    await eventually(
+      async () => await client.api.get(PVCS, "claim", { namespace }).then(() => false, () => true),
+      30_000,
+      "the claim deleted with its owner",
+    );
+  },
+);
+
+contract(
   "namespace deletion: Terminating, contents deleted, then the namespace",
   async ({ client, namespace }) => {
     await client.api.create(CONFIGMAPS, { metadata: { name: "plain" } }, { namespace });

@@ -1,13 +1,13 @@
 /**
  * Rules of built-in kinds the API server applies on writes: creation defaults and initial
- * status (namespaces, pods, services with a cluster IP, deployments, CRDs), `stringData` of
- * Secrets, and the decoding and validation errors operators are most likely to meet
+ * status (namespaces, pods, persistent volume claims, services with a cluster IP, deployments,
+ * CRDs), the immutable spec of a claim that is not bound, `stringData` of Secrets, and the decoding and validation errors operators are most likely to meet
  * (non-string label/annotation/data values, invalid label keys and values, invalid base64).
  * @module
  */
 
 import { badRequest, invalid, type StatusCause } from "./errors.ts";
-import { isObject, type KubeObject, type ResourceDef } from "./types.ts";
+import { deepEqual, isObject, type KubeObject, type ResourceDef } from "./types.ts";
 
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -211,6 +211,12 @@ export function prepareForCreate(def: ResourceDef, object: KubeObject, ips: IpAl
     case "/pods":
       object.status = { phase: "Pending", qosClass: "BestEffort" };
       return;
+    case "/persistentvolumeclaims":
+      // Nothing binds claims here (no volumes, no provisioner): they stay Pending until a test or
+      // a user sets `status.phase` through the status subresource, as a provisioner would.
+      object.spec = { ...spec, volumeMode: spec.volumeMode ?? "Filesystem" };
+      object.status = { phase: "Pending" };
+      return;
     case "/services": {
       const type = typeof spec.type === "string" ? spec.type : "ClusterIP";
       const ports = Array.isArray(spec.ports) ? spec.ports.filter(isObject) : [];
@@ -253,4 +259,37 @@ export function prepareForCreate(def: ResourceDef, object: KubeObject, ips: IpAl
     }
   }
   if (def.crd && def.subresources.includes("status")) delete object.status;
+}
+
+/**
+ * Rules on changes to a built-in object's spec (through the main endpoint): a persistent volume
+ * claim's spec is immutable except `resources.requests` and `volumeAttributesClassName`, and
+ * those only once the claim is bound (`status.phase: Bound`), as kube-apiserver validates it.
+ * (The API server's resize admission — a storage class that allows expansion — is not emulated:
+ * the emulator serves no storage classes.)
+ *
+ * @param def The resource.
+ * @param old The stored object.
+ * @param next Its new state.
+ * @throws {ApiFailure} 422 for a forbidden change.
+ */
+export function validateUpdate(def: ResourceDef, old: KubeObject, next: KubeObject): void {
+  if (kindOf(def) !== "/persistentvolumeclaims") return;
+  const bound = isObject(next.status) && next.status.phase === "Bound";
+  const fixed = (o: KubeObject) => {
+    const spec = isObject(o.spec) ? { ...o.spec } : {};
+    if (bound) {
+      delete spec.resources;
+      delete spec.volumeAttributesClassName;
+    }
+    return spec;
+  };
+  if (!deepEqual(fixed(old), fixed(next))) {
+    throw invalid(def, next.metadata?.name ?? "", [{
+      reason: "FieldValueForbidden",
+      message: "Forbidden: spec is immutable after creation except resources.requests and " +
+        "volumeAttributesClassName for bound claims",
+      field: "spec",
+    }]);
+  }
 }

@@ -20,7 +20,7 @@ import {
 import { FieldOwnership } from "./applying.ts";
 import { jsonPatch, mergePatch, type PatchKind, strategicMergePatch } from "./patching.ts";
 import { CRDS, NAMESPACES, Registry, validateCrd } from "./registry.ts";
-import { IpAllocator, normalize, prepareForCreate } from "./builtins.ts";
+import { IpAllocator, normalize, prepareForCreate, validateUpdate } from "./builtins.ts";
 import {
   accept,
   encodeContinue,
@@ -282,6 +282,7 @@ export class Cluster {
         }
       }
       this.#validate(def, next);
+      validateUpdate(def, old, next);
     }
     if (def.generation && !deepEqual(specOf(def, old), specOf(def, next))) {
       next.metadata = { ...next.metadata, generation: (old.metadata?.generation ?? 0) + 1 };

@@ -37,7 +37,8 @@ function builtin(
 }
 
 /**
- * The built-in resources: core/v1 essentials, apps/v1 deployments, coordination.k8s.io/v1 leases
+ * The built-in resources: core/v1 essentials (persistent volume claims among them, as children
+ * that operators make), apps/v1 deployments, coordination.k8s.io/v1 leases
  * and CRDs themselves.
  */
 export const BUILTINS: readonly ResourceDef[] = [
@@ -47,6 +48,11 @@ export const BUILTINS: readonly ResourceDef[] = [
     namespaced: false,
     shortNames: ["ns"],
     subresources: ["finalize", "status"],
+  }),
+  builtin("", "persistentvolumeclaims", "PersistentVolumeClaim", {
+    shortNames: ["pvc"],
+    subresources: ["status"],
+    returnsObjectOnDelete: true,
   }),
   builtin("", "pods", "Pod", {
     shortNames: ["po"],
