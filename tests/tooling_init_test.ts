@@ -6,11 +6,12 @@
  */
 
 import assert from "node:assert/strict";
+import { relative } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { main } from "../core/api/cli.ts";
-import { projectFiles } from "../core/api/generate/init.ts";
+import { PINNED_DENO_VERSION, projectFiles } from "../core/api/generate/init.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
-import { tempDir, testClient } from "./_support.ts";
+import { captureLines, eventually, tempDir, terminate, testClient } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -28,6 +29,29 @@ async function run(cwd: string, args: string[]): Promise<{ code: number; output:
   return { code: out.code, output: text };
 }
 
+/** A PATH without any `deno`: the commands `kopf init` prints must work with it. */
+const NO_DENO_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** Runs a shell command line as printed, to its exit, with no `deno` on PATH. */
+async function shell(cwd: string, line: string): Promise<{ code: number; output: string }> {
+  const out = await new Deno.Command("bash", {
+    args: ["-c", line],
+    cwd,
+    env: { PATH: NO_DENO_PATH, NO_COLOR: "1", HOME: Deno.env.get("HOME") ?? "/tmp" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  return { code: out.code, output: text };
+}
+
+/** The commands of the "Next:" lines `kopf init` prints, without their comments. */
+function nextCommands(output: string): string[] {
+  const lines = output.split("\n");
+  return lines.slice(lines.indexOf("Next:") + 1).filter((l) => l.startsWith("  "))
+    .map((l) => l.replace(/#.*$/, "").trim());
+}
+
 /** `kopf ARGS` in-process, with its output lines. */
 async function kopf(args: string[]): Promise<{ code: number; lines: string[] }> {
   const lines: string[] = [];
@@ -41,17 +65,12 @@ Deno.test(
   async () => {
     await using dir = await tempDir();
     const project = `${dir.path}/shop-operator`;
-    const made = await kopf([
-      "init",
-      project,
-      "--kopf",
-      ROOT,
-      "--group",
-      "shop.example.com",
-      "--kind",
-      "Order",
-    ]);
-    assert.equal(made.code, 0, made.lines.join("\n"));
+    // As a user without Deno would: through tools/kopf, with no `deno` on PATH.
+    const made = await shell(
+      dir.path,
+      `${ROOT}/tools/kopf init shop-operator --kopf ${ROOT} --group shop.example.com --kind Order`,
+    );
+    assert.equal(made.code, 0, made.output);
     for (
       const file of [
         "deno.json",
@@ -69,9 +88,64 @@ Deno.test(
       assert.ok((await Deno.stat(`${project}/${file}`)).isFile, file);
     }
 
-    const tested = await run(project, ["task", "test"]);
+    // deno.json names the checkout by a relative path (moving both together keeps it working).
+    const config = JSON.parse(await Deno.readTextFile(`${project}/deno.json`));
+    assert.equal(config.imports["@kopf/ts"], `${relative(project, ROOT)}/mod.ts`);
+    assert.ok(Object.values(config.imports).every((v) => !String(v).startsWith("/")));
+    assert.match(config.tasks.dev, /--embedded --standalone --all-namespaces /);
+    const readme = await Deno.readTextFile(`${project}/README.md`);
+    assert.ok(readme.includes(`\`${relative(project, ROOT)}/tools/deno.sh\``), readme);
+    assert.ok(!readme.includes(` ${ROOT}/`) && !readme.includes(`\`${ROOT}/`), "absolute path");
+    // The Dockerfile builds with the framework's pinned Deno.
+    const pinned = /^DENO_VERSION="([\d.]+)"$/m.exec(
+      await Deno.readTextFile(`${ROOT}/tools/deno.sh`),
+    );
+    assert.equal(PINNED_DENO_VERSION, pinned?.[1]);
+    assert.match(
+      await Deno.readTextFile(`${project}/Dockerfile`),
+      new RegExp(`^ARG DENO_VERSION=${PINNED_DENO_VERSION}$`, "m"),
+    );
+    // deno fmt-clean at the project's own settings.
+    const formatted = await run(project, ["fmt", "--check"]);
+    assert.equal(formatted.code, 0, formatted.output);
+
+    // The printed commands run as printed, with no deno on PATH: cd, the tests, the dev run.
+    const [cd, test, dev] = nextCommands(made.output);
+    assert.equal(cd, "cd shop-operator", made.output);
+    assert.doesNotMatch(test!, /^deno /, "no deno on PATH: not a bare deno");
+    const tested = await shell(dir.path, `${cd} && ${test}`);
     assert.equal(tested.code, 0, tested.output);
     assert.match(tested.output, /1 passed/);
+    const child = new Deno.Command("bash", {
+      args: ["-c", `${cd} && exec ${dev}`],
+      cwd: dir.path,
+      env: { PATH: NO_DENO_PATH, NO_COLOR: "1", HOME: Deno.env.get("HOME") ?? "/tmp" },
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).spawn();
+    const running = captureLines(child);
+    try {
+      await eventually(
+        () => running.lines.find((l) => /Watching orders\.v1\.shop\.example\.com/.test(l)),
+        60_000,
+        `the dev run watching orders; got:\n${running.lines.join("\n")}`,
+      );
+      assert.ok(running.lines.includes("Applied crds/orders.yaml: orders.shop.example.com."));
+      assert.ok(running.lines.some((l) => /^ +kubectl get orders$/.test(l)));
+      // --standalone, -A: no peering warning, no -n/-A warning; nothing else to warn about.
+      assert.deepEqual(running.lines.filter((l) => /WARNING|ERROR/.test(l)), []);
+    } finally {
+      // `deno task` runs the operator as its child: stop that child too, by its pid.
+      const children = await Deno.readTextFile(`/proc/${child.pid}/task/${child.pid}/children`)
+        .catch(() => "");
+      for (const pid of children.split(/\s+/).filter(Boolean)) {
+        try {
+          Deno.kill(Number(pid), "SIGTERM");
+        } catch { /* gone */ }
+      }
+      await terminate(child, running.exited);
+    }
 
     // The checked-in generated files are what the project's own tasks generate.
     for (const [task, file] of [["types", "types.ts"], ["rbac", "deploy/rbac.yaml"]]) {
@@ -144,3 +218,25 @@ Deno.test("kopf init: bad input gets one clear line; the default imports the fra
   assert.deepEqual(config.imports, { "@kopf/ts": "jsr:@kopf/ts@^1.2.3" });
   assert.match(files.get("kopf.ts")!, /from "@kopf\/ts\/cli"/);
 });
+
+Deno.test(
+  "kopf init without --kopf says how to proceed when JSR does not answer (X-TOOL-06)",
+  opts,
+  async () => {
+    await using dir = await tempDir();
+    // A registry that refuses connections stands for an unreachable or unpublished JSR.
+    const made = await shell(
+      dir.path,
+      `KOPF_TS_JSR_URL=http://127.0.0.1:1 ${ROOT}/tools/kopf init from-jsr`,
+    );
+    assert.equal(made.code, 0, made.output);
+    assert.match(
+      made.output,
+      new RegExp(
+        "^note: the project imports jsr:@kopf/ts@\\^[\\d.]+, but http://127\\.0\\.0\\.1:1 does not " +
+          `answer .*Make it from a local checkout instead: rm -r from-jsr && kopf init from-jsr --kopf ${ROOT}\\.$`,
+        "m",
+      ),
+    );
+  },
+);
