@@ -1,6 +1,6 @@
 #!/usr/bin/env -S deno run -A
 /**
- * The `kopf` command: `deno run -A cli.ts run handlers.ts`, or the binary made by
+ * The `kopf` command (`tools/kopf` runs it: `kopf run handlers.ts`), or the binary made by
  * `deno task compile`. Handler files are loaded by dynamic import. `--embedded` serves an
  * in-memory Kubernetes API (the emulator kit) so that no cluster is needed.
  * @module

@@ -3,7 +3,7 @@
  * which lands in `status.create_fn`. Port of Kopf's example 01-minimal.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/01-minimal/example.ts --verbose
+ *   kopf run examples/01-minimal/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  */
 import { on } from "../../mod.ts";

@@ -12,7 +12,7 @@
  * collector (in kube-controller-manager) deletes it when its parent is deleted.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/02-children/example.ts --verbose
+ *   kopf run examples/02-children/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  *   kubectl get pod -l somelabel=somevalue       # the child, owned by kopf-example-1
  *   kubectl delete -f examples/obj.yaml

@@ -16,7 +16,7 @@
  * creation again.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/03-exceptions/example.ts --verbose
+ *   kopf run examples/03-exceptions/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  */
 import { ErrorsMode, on, PermanentError, TemporaryError } from "../../mod.ts";

@@ -9,7 +9,7 @@
  * batches).
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/04-events/example.ts --verbose
+ *   kopf run examples/04-events/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  */
 import { event, exception, info, on, warn } from "../../mod.ts";

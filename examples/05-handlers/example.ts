@@ -11,7 +11,7 @@
  * Handlers of one kind run in the order of declaration. Each prints one line to stdout.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/05-handlers/example.ts --verbose
+ *   kopf run examples/05-handlers/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  *   kubectl patch kex kopf-example-1 --type merge -p '{"spec": {"field": "changed"}}'
  *   (restart the operator)

@@ -13,14 +13,14 @@
  * `status.create_fn.priority`, so `kubectl get` shows which one it was.
  *
  *   kubectl apply -f crds/example.yaml -f crds/peering.yaml -f deploy/peering.yaml
- *   deno run -A cli.ts run examples/06-peering/example.ts --verbose -n default      # shell A
- *   deno run -A cli.ts run examples/06-peering/example.ts --verbose -n default      # shell B
+ *   kopf run examples/06-peering/example.ts --verbose -n default      # shell A
+ *   kopf run examples/06-peering/example.ts --verbose -n default      # shell B
  *     (both warn: "Possibly conflicting operators with the same priority 0: …"; stop B)
- *   deno run -A cli.ts run examples/06-peering/example.ts --verbose -n default --dev
+ *   kopf run examples/06-peering/example.ts --verbose -n default --dev
  *     (A: "Pausing operations in favour of … (priority 666)"; objects go to B; stop B)
  *     (A: "Resuming operations after the pause")
- *   deno run -A cli.ts freeze -n default --lifetime 60 --priority 100   # A pauses
- *   deno run -A cli.ts resume -n default                                # A resumes
+ *   kopf freeze -n default --lifetime 60 --priority 100   # A pauses
+ *   kopf resume -n default                                # A resumes
  *
  * With `POD_ID=alice` in the environment, the operator appears as `alice` in the peering object
  * and in the other operators' messages (in a Pod: the Pod's name, see deploy/deployment.yaml).

@@ -9,7 +9,7 @@
  * sub-handlers each time it is called.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/07-subhandlers/example.ts --verbose
+ *   kopf run examples/07-subhandlers/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  */
 import { on } from "../../mod.ts";

@@ -8,7 +8,7 @@
  * listing. Messages of event handlers are only logged, never posted as Kubernetes Events.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/08-events/example.ts --verbose
+ *   kopf run examples/08-events/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  */
 import { on } from "../../mod.ts";

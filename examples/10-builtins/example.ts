@@ -10,7 +10,7 @@
  * The delay can be changed with the `POD_KILL_DELAY` environment variable (seconds); this is
  * not in Kopf's original and exists so that the test can see a kill without waiting 30 seconds.
  *
- *   deno run -A cli.ts run examples/10-builtins/example.ts --verbose
+ *   kopf run examples/10-builtins/example.ts --verbose
  *   kubectl run kopf-pod --image=busybox -- sleep 1
  */
 import {

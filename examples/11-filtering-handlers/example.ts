@@ -9,7 +9,7 @@
  * handler.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/11-filtering-handlers/example.ts --verbose
+ *   kopf run examples/11-filtering-handlers/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  *   kubectl patch kex kopf-example-1 --type merge -p '{"spec": {"field": "changed"}}'
  */

@@ -16,7 +16,7 @@
  * Tasks pause a random 1…10 seconds between messages; `SERVE_DELAY_MAX` lowers the upper bound
  * (not in Kopf's original; for tests).
  *
- *   deno run -A cli.ts run examples/13-hooks/example.ts --verbose --liveness http://127.0.0.1:8080/healthz
+ *   kopf run examples/13-hooks/example.ts --verbose --liveness http://127.0.0.1:8080/healthz
  *   kubectl run kopf-pod --image=busybox -- sleep 1
  *   curl http://127.0.0.1:8080/healthz    # {"tasks_count": 1, "monitored_objects": {"default": ["kopf-pod"]}}
  *   (Ctrl+C: the cleanup handler stops the tasks)

@@ -12,7 +12,7 @@
  * original; for tests).
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/15-timers/example.ts --verbose
+ *   kopf run examples/15-timers/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  *   kubectl patch kex kopf-example-1 --type merge -p '{"spec": {"field": "changed"}}'
  */

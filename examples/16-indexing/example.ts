@@ -14,7 +14,7 @@
  * first. Deleted Pods leave the indices.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/16-indexing/example.ts --verbose --liveness http://127.0.0.1:8080/healthz
+ *   kopf run examples/16-indexing/example.ts --verbose --liveness http://127.0.0.1:8080/healthz
  *   kubectl run kopf-pod --image=busybox --labels=app=demo -- sleep 1000
  *   kubectl apply -f examples/obj.yaml
  *   kubectl get kex kopf-example-1 -o jsonpath='{.status.running-pods}'

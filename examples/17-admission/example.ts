@@ -14,7 +14,7 @@
  * `WebhookMinikubeServer` instead.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/17-admission/example.ts --verbose
+ *   kopf run examples/17-admission/example.ts --verbose
  *   kubectl create -f - <<< '{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
  *     "metadata": {"name": "kex1", "labels": {"admission": "on"}}, "spec": {"numbers": ["1", 200]}}'
  *   # → admission webhook "numbers-range.auto.kopf.dev" denied the request: Numbers must be within 0..100

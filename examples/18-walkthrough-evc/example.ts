@@ -13,7 +13,7 @@
  *   PVC after its EVC.
  *
  *   kubectl apply -f examples/18-walkthrough-evc/crd.yaml
- *   deno run -A cli.ts run examples/18-walkthrough-evc/example.ts --verbose
+ *   kopf run examples/18-walkthrough-evc/example.ts --verbose
  *   kubectl apply -f examples/18-walkthrough-evc/evc.yaml
  *   kubectl get evc my-claim -o jsonpath='{.status.create_fn}'   # {"pvc-name":"my-claim"}
  *   kubectl patch evc my-claim --type merge -p '{"spec": {"size": "2G"}}'

@@ -14,7 +14,7 @@
  *   carry an owner reference to it.
  *
  *   kubectl apply -f examples/20-reconcile/crd.yaml
- *   deno run -A cli.ts run examples/20-reconcile/example.ts --verbose
+ *   kopf run examples/20-reconcile/example.ts --verbose
  *   kubectl apply -f examples/20-reconcile/app.yaml
  *   kubectl delete configmap kopf-app-1-config       # recreated at once
  *   kubectl patch kapp kopf-app-1 --type merge -p '{"spec":{"message":"bye"}}'

@@ -22,7 +22,7 @@
  * default 60 s, and the cleanup takes 1 s instead of 3 s, so that a test finishes quickly.
  *
  *   kubectl apply -f crds/example.yaml
- *   deno run -A cli.ts run examples/99-all-at-once/example.ts --verbose
+ *   kopf run examples/99-all-at-once/example.ts --verbose
  *   kubectl apply -f examples/obj.yaml
  *   kubectl get kex kopf-example-1 -o jsonpath='{.status}'   # create_1 and create_2 results
  *   kubectl get pods -l application=kopf-example-10          # the child
