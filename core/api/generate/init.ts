@@ -104,6 +104,10 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
       "@kopf/ts/testing": `${kopf}/testing/mod.ts`,
       "@kopf/ts/emulator": `${kopf}/kits/emulator/mod.ts`,
       "@kopf/ts/cli": `${kopf}/cli.ts`,
+      "@kopf/ts/hierarchies": `${kopf}/kits/hierarchies.ts`,
+      "@kopf/ts/conditions": `${kopf}/kits/conditions.ts`,
+      "@kopf/ts/builtins": `${kopf}/kits/builtins.ts`,
+      "@kopf/ts/metrics": `${kopf}/core/engines/metrics.ts`,
       ...await frameworkImports(checkout!),
     }
     : { "@kopf/ts": `jsr:@kopf/ts@^${version}` };
