@@ -668,6 +668,11 @@ interface Secured {
 
 const DEPLOYMENTS = ["deploy/deployment.yaml", "deploy/sharded.yaml"];
 
+/** An HTTP probe of a container. */
+interface Probe {
+  httpGet: { path: string; port: string | number };
+}
+
 async function deploymentsOf(path: string): Promise<KubeObject[]> {
   return (await manifests(path)).filter((doc) => doc.kind === "Deployment");
 }
@@ -694,6 +699,10 @@ Deno.test(
         const tmp = container.volumeMounts?.find((m) => m.mountPath === "/tmp");
         assert.ok(tmp, `${path}: no writable /tmp`);
         assert.ok(pod.volumes?.find((v) => v.name === tmp.name)?.emptyDir, path);
+        // Ready by the liveness endpoint (tests/incluster_test.ts: the kubelet probes it).
+        const probes = container as { livenessProbe?: Probe; readinessProbe?: Probe };
+        assert.ok(probes.livenessProbe?.httpGet, path);
+        assert.deepEqual(probes.readinessProbe?.httpGet, probes.livenessProbe.httpGet, path);
       }
     }
     // rbac.yaml: nothing on webhook configurations (the Deployment serves no webhooks), the
