@@ -308,7 +308,10 @@ export async function processEvent(
       state.store(settings.progressStorage, body, patch);
       return failedIf(anyFailed, await finish(deps, body, patch, undefined, essence));
     }
-    for (const id of ids) state.purge(id);
+    // As Kopf: the records of every changing handler go, not only of those matching now — a
+    // field handler whose filter its own patch made stop matching leaves no stale record that a
+    // later change would report as a superseded cause.
+    for (const h of deps.changing) state.purge(h.id);
     state.store(settings.progressStorage, body, patch);
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;

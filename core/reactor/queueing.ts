@@ -141,6 +141,26 @@ class ObjectWorker {
     return Boolean(this.pending);
   }
 
+  /**
+   * Kopf's batch window: waits until no newer event arrived for `seconds`; each newer event (it
+   * replaces the pending one) starts the wait anew. Ends at once when the queue stops.
+   */
+  async #batch(seconds: number): Promise<void> {
+    const { signal } = this.queue.deps;
+    for (;;) {
+      const seen = this.pending;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, seconds * 1000);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+      if (signal.aborted || this.pending === seen) return;
+    }
+  }
+
   async #run(): Promise<void> {
     const { deps } = this.queue;
     let current: ObjectEvent | undefined;
@@ -155,14 +175,22 @@ class ObjectWorker {
           if (dueIn === undefined || !current) break; // idle: the worker exits (see forgettable)
           this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
           deps.observer?.retried(deps.name ?? "");
+        } else if (deps.settings.kopfBatching) {
+          // Batched below, as every event from outside.
         } else if (deps.settings.batchWindow > 0) {
-          // Opt-in batching (Kopf 1.3x's default): wait, so a burst collapses to its latest event.
+          // Opt-in batching: wait, so a burst collapses to its latest event.
           await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
         } else {
           // One macrotask only: events already read from the stream in the same chunk land
           // first, so a burst still collapses without delaying a lone change.
           await nextMacrotask();
         }
+      }
+      // Kopf's batching: an event from outside (an object's first one too, unless a cycle is
+      // retried after an error) waits until no newer one came for the window.
+      if (deps.settings.kopfBatching && !this.pending?.internal && errors === 0) {
+        await this.#batch(deps.settings.batchWindow || KOPF_BATCH_WINDOW);
+        if (deps.signal.aborted) break;
       }
       if (deps.gate) {
         const admission = deps.gate.enter(deps.signal);
@@ -242,6 +270,9 @@ class ObjectWorker {
     }
   }
 }
+
+/** Kopf's default batch window (seconds), used by `kopfBatching` when `batchWindow` is 0. */
+const KOPF_BATCH_WINDOW = 0.1;
 
 let tick: Promise<void> | undefined;
 

@@ -253,6 +253,35 @@ Deno.test("ObjectQueue processes a new object's first event at once and coalesce
   await h.stop();
 });
 
+// Kopf's batching (settings.queueing.kopfBatching): the first event waits too, and the window
+// restarts with every newer event (Kopf waits for the next event with the window as timeout).
+Deno.test("ObjectQueue with kopfBatching holds a new object's first event for the window and processes the burst's latest (CFG-51)", async () => {
+  const h = harness(() => ({}), { kopfBatching: true, batchWindow: 0.3 });
+  h.queue.push(ev("a", "1", "ADDED"));
+  await sleep(30);
+  h.queue.push(ev("a", "2"));
+  await sleep(30);
+  h.queue.push(ev("a", "3"));
+  await until(() => h.calls.length >= 1, "first call");
+  await sleep(30);
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["3"]);
+  await h.stop();
+});
+
+Deno.test("ObjectQueue with kopfBatching restarts the window with every newer event (CFG-51)", async () => {
+  const h = harness(() => ({}), { kopfBatching: true, batchWindow: 0.3 });
+  h.queue.push(ev("a", "1", "ADDED"));
+  // Eight events 50 ms apart: 400 ms in all, longer than one window, never a window's pause.
+  for (let rv = 2; rv <= 9; rv++) {
+    await sleep(50);
+    h.queue.push(ev("a", String(rv)));
+  }
+  await until(() => h.calls.length >= 1, "first call");
+  await sleep(30);
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["9"]);
+  await h.stop();
+});
+
 Deno.test("ObjectQueue skips the echo of its own write and older versions (SUB-31)", async () => {
   const h = harness((event) =>
     rvOf(event) === "4" ? { body: body("a", "5", { patched: true }) } : {}

@@ -195,6 +195,15 @@ export interface QueueingSettings {
    * events arriving while a cycle runs are coalesced either way. @default 0
    */
   batchWindow: number;
+  /**
+   * Batch as Kopf does: every event from the watch — an object's first one included — waits
+   * until its object has had no newer event for `batchWindow` seconds (Kopf's 0.1 s when
+   * `batchWindow` is 0); each newer event restarts the wait. Off (the default), a new object's
+   * first event is processed at once and `batchWindow` is one fixed wait after a later event.
+   * Turn it on for operators written for Kopf that depend on its ordering, e.g. a parent's
+   * creation writing its status before a child's handler does (docs/settings.md). @default false
+   */
+  kopfBatching: boolean;
   /** Time for workers to finish when their watch stream stops. @default 2 */
   exitTimeout: number;
   /** Per-object delays after unexpected errors; the last one repeats. @default Fibonacci 1…610 */
@@ -353,6 +362,7 @@ export function createSettings(
     admissionLimit: 64,
     idleTimeout: 5,
     batchWindow: 0,
+    kopfBatching: false,
     exitTimeout: 2,
     errorDelays: [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610],
     ...overrides.queueing,
