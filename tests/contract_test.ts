@@ -911,6 +911,16 @@ contract("discovery follows a CRD created at runtime", async ({ client, namespac
   );
 });
 
+contract(
+  "/version/ with a trailing slash answers as /version (kr8s asks that)",
+  async ({ client }) => {
+    const plain = await client.http.json<{ gitVersion: string }>({ path: "/version" });
+    const slashed = await client.http.json<{ gitVersion: string }>({ path: "/version/" });
+    assert.match(slashed.gitVersion, /^v1\./);
+    assert.deepEqual(slashed, plain);
+  },
+);
+
 contract("authentication: other tokens get 401", async ({ client }) => {
   const response = await fetch(`${client.http.connection.server}/api/v1/namespaces`, {
     headers: { authorization: "Bearer wrong" },

@@ -43,8 +43,13 @@ export class KubeClient implements Disposable {
   }
 
   /**
-   * Connects using an explicit kubeconfig, else in-cluster credentials when running in a Pod,
-   * else `KUBECONFIG` / `~/.kube/config`. Nothing is requested until the first call.
+   * Connects using an explicit kubeconfig or context; else, inside a running operator (its
+   * handlers, daemons, anything it started), that operator's own connection — the cluster it
+   * watches, whether it got there by `--embedded`, `--kubeconfig`, `--context` or a login
+   * handler; else in-cluster credentials when running in a Pod; else `KUBECONFIG` /
+   * `~/.kube/config`. With several operators in one process, a call outside all of them uses
+   * the environment. Handlers need not call it: `ctx.client` is their operator's client.
+   * Nothing is requested until the first call.
    *
    * @param options Kubeconfig, context, and HTTP options.
    * @returns A client.

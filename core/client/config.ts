@@ -14,6 +14,7 @@
 import { getLogger } from "@logtape/logtape";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { type ConnectionInfo, type Credentials, NO_CREDENTIALS } from "./connection.ts";
+import { currentOperatorScope } from "./current.ts";
 import {
   base64,
   ConfigError,
@@ -184,8 +185,10 @@ export async function loadInCluster(options: InClusterOptions = {}): Promise<Con
 
 /**
  * Picks the configuration as an operator should: an explicitly requested kubeconfig file or
- * context; else the in-cluster service account when `KUBERNETES_SERVICE_HOST` is set (falling
- * back to the kubeconfig if it turns out unusable); else the kubeconfig.
+ * context; else, inside a running operator, that operator's connection (its `--embedded`,
+ * `--kubeconfig`, `--context` or login; the rule is in `current.ts`); else the in-cluster service
+ * account when `KUBERNETES_SERVICE_HOST` is set (falling back to the kubeconfig if it turns out
+ * unusable); else the kubeconfig.
  *
  * @param options Options of both {@link loadKubeconfig} and {@link loadInCluster}.
  * @returns The first configuration that loads.
@@ -193,6 +196,16 @@ export async function loadInCluster(options: InClusterOptions = {}): Promise<Con
  */
 export async function autoConfigure(options: AutoConfigureOptions = {}): Promise<ConnectionInfo> {
   if (options.paths?.length || options.context) return await loadKubeconfig(options);
+  // Inside a running operator, its own cluster (see current.ts for the rule).
+  const scope = options.env || options.readFile ? undefined : currentOperatorScope();
+  if (scope?.connection) return scope.connection;
+  if (scope?.paths.length || scope?.context) {
+    return await loadKubeconfig({
+      ...options,
+      ...(scope.paths.length ? { paths: [...scope.paths] } : {}),
+      ...(scope.context ? { context: scope.context } : {}),
+    });
+  }
   const { env } = defaults(options);
   let inCluster = "KUBERNETES_SERVICE_HOST is unset";
   if (env.KUBERNETES_SERVICE_HOST) {

@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { KubeClient } from "../client/client.ts";
 import { execute, isFinal, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { reportOutcome } from "../actions/outcomes.ts";
@@ -51,6 +52,8 @@ export interface ActivityDeps {
   readonly signal: AbortSignal;
   /** The operator's indices, if it has any yet. */
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /** The operator's client, once it has connected (probe handlers get it). */
+  readonly client?: KubeClient | undefined;
 }
 
 /**
@@ -79,6 +82,7 @@ export async function runActivity(deps: ActivityDeps): Promise<Map<string, unkno
           signal: AbortSignal.any([signal, deps.signal]),
           activity: deps.activity,
           indices: deps.indices ?? {},
+          client: deps.client,
           ...deps.indices,
         };
         return (handler.fn as (c: ActivityContext) => unknown)(context);

@@ -86,6 +86,8 @@ export interface AdmissionDeps {
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
   /** The in-memory memo of an object the operator already holds, by uid. */
   readonly memoOf?: ((uid: string) => Memo | undefined) | undefined;
+  /** The operator's client, given to handlers as `client`. */
+  readonly client?: KubeClient | undefined;
 }
 
 /**
@@ -199,6 +201,7 @@ async function runHandlers(
     settings: deps.settings,
     signal: deps.signal,
     indices: deps.indices ?? {},
+    client: deps.client,
     ...deps.indices,
     dryrun: Boolean(request.dryRun),
     subresource,

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { KubeClient } from "../client/client.ts";
 import type { Logger } from "../actions/loggers.ts";
 import type { IndexView, Memo } from "../intents/contexts.ts";
 import type { ActivityHandler } from "../intents/handlers.ts";
@@ -33,6 +34,8 @@ export interface LivenessOptions {
   readonly signal: AbortSignal;
   /** The operator's indices, passed to probe handlers. */
   readonly indices?: Readonly<Record<string, IndexView>> | undefined;
+  /** The operator's client, passed to probe handlers. */
+  readonly client?: KubeClient | undefined;
   /**
    * How long (seconds) the probe handlers' results are reused for further requests, as in Kopf:
    * liveness checks may come often, and probes may be costly. Failures are not reused.
@@ -75,6 +78,7 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
       settings: options.settings,
       logger: options.logger,
       indices: options.indices,
+      client: options.client,
       signal: AbortSignal.any([options.signal, AbortSignal.timeout(10_000)]),
     }).then((results) => {
       cached = { at: performance.now(), results: Object.fromEntries(results) };

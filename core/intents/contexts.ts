@@ -6,6 +6,7 @@
 
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
+import type { KubeClient } from "../client/client.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission.ts";
 import type { Diff } from "../structs/diffs.ts";
@@ -97,6 +98,12 @@ export interface ResourceContext<Spec = Record<string, unknown>, Status = Record
   readonly signal: AbortSignal;
   /** The operator's indices by name (also available as top-level properties, as in Kopf). */
   readonly indices: Readonly<Record<string, IndexView>>;
+  /**
+   * The operator's own client: the cluster it watches, with its credentials (`--embedded`,
+   * `--kubeconfig`, `--context`, login handlers), rate limit and request metrics. Use it to
+   * create and read children. It is shared: do not dispose it.
+   */
+  readonly client: KubeClient;
 }
 
 /** What on.event handlers receive. */
@@ -182,7 +189,12 @@ export interface FieldContext<Spec = Record<string, unknown>, Status = Record<st
 
 /** What admission handlers (on.validate, on.mutate) receive. */
 export interface AdmissionContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
-  extends Omit<ResourceContext<Spec, Status>, "name" | "uid"> {
+  extends Omit<ResourceContext<Spec, Status>, "name" | "uid" | "client"> {
+  /**
+   * The operator's own client (see {@link ResourceContext.client}); `undefined` only when a
+   * review function built by `createWebhookFn()` without a client runs outside an operator.
+   */
+  readonly client: KubeClient | undefined;
   /** `metadata.name`; undefined when a creation asks the server to generate it (`generateName`). */
   readonly name: string | undefined;
   /** `metadata.uid`; undefined for a creation (the server assigns it later). */
@@ -289,4 +301,10 @@ export interface ActivityContext {
    * one kept fills up later); not guaranteed to be complete for probes and cleanup handlers.
    */
   readonly indices: Readonly<Record<string, IndexView>>;
+  /**
+   * The operator's own client (see {@link ResourceContext.client}); `undefined` for startup and
+   * login handlers, which run before the operator has connected, and for cleanup handlers, which
+   * run after it has disconnected (`KubeClient.connect()` still reaches the operator's cluster).
+   */
+  readonly client?: KubeClient | undefined;
 }

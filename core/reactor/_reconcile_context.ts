@@ -6,6 +6,7 @@
  */
 
 import type { Logger } from "../actions/loggers.ts";
+import type { KubeClient } from "../client/client.ts";
 import { CacheMissError, type InformerCache } from "../client/caching.ts";
 import type { IndexView, Memo } from "../intents/contexts.ts";
 import type { CacheReader, ReconcileContext } from "../intents/reconciliation.ts";
@@ -39,6 +40,8 @@ export interface ReconcileContextParts {
   readonly signal: AbortSignal;
   /** Read access to the informer cache. */
   readonly cache: CacheReader;
+  /** The operator's client (the one `apply` writes with). */
+  readonly client: KubeClient;
   /** `ctx.apply()`. */
   readonly apply: ReconcileContext["apply"];
 }
@@ -65,6 +68,7 @@ export function reconcileContext(body: KubeObject, parts: ReconcileContextParts)
     deleting: parts.deleting,
     retry: parts.retry,
     cache: parts.cache,
+    client: parts.client,
     apply: parts.apply,
     // As for cause handlers (and in Kopf), indices are also passed by their names and win over
     // the built-in names.

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { KubeClient } from "../client/client.ts";
+import { NO_CREDENTIALS } from "../client/connection.ts";
 import { Logger } from "../actions/loggers.ts";
 import { Index } from "../engines/indexing.ts";
 import type { CacheReader, ReconcileContext } from "../intents/reconciliation.ts";
@@ -38,6 +40,11 @@ Deno.test("reconcileContext(): the body's fields, and the indices by name winnin
     retry: 0,
     signal: new AbortController().signal,
     cache: {} as CacheReader,
+    client: new KubeClient({
+      server: "https://127.0.0.1:1",
+      credentials: NO_CREDENTIALS,
+      source: "test",
+    }),
     apply: (() => Promise.resolve(undefined)) as unknown as ReconcileContext["apply"],
   }) as ReconcileContext & Record<string, unknown>;
   assert.deepEqual(ctx.spec, { size: 1 });

@@ -75,6 +75,8 @@ export interface EndpointsDeps {
   readonly logger: Logger;
   /** The indices, for the probe handlers. */
   readonly indices: Readonly<Record<string, IndexView>>;
+  /** The operator's client, for the probe handlers. */
+  readonly client?: KubeClient | undefined;
   /** Stops the servers: when the operator's terms are over, whatever ended them. */
   readonly signal: AbortSignal;
   /** The serving orchestrator, if any (none while standing by). */
@@ -127,6 +129,7 @@ export function serveEndpoints(deps: EndpointsDeps): Endpoints {
       logger: deps.logger,
       problems: deps.problems,
       indices: deps.indices,
+      client: deps.client,
       signal: deps.signal,
       ...(routes ? { routes } : {}),
     })

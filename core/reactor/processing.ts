@@ -18,6 +18,7 @@ import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { ProgressState } from "../actions/progression.ts";
 import type { KubeApi } from "../client/api.ts";
+import type { KubeClient } from "../client/client.ts";
 import { detectChangingCause, hasFinalizer, isDeletionRequested } from "../intents/causes.ts";
 import type { ChangingCause } from "../intents/causes.ts";
 import type { EventContext, IndexView, Memo, ResourceContext } from "../intents/contexts.ts";
@@ -49,6 +50,8 @@ import type { AdmissionGate } from "../util/gate.ts";
 export interface ProcessingDeps {
   /** Object operations. */
   readonly api: KubeApi;
+  /** The operator's client, given to handlers as `client`. */
+  readonly client: KubeClient;
   /** The resource being processed. */
   readonly resource: Resource;
   /** Its resource-changing handlers. */
@@ -443,6 +446,7 @@ export function makeResourceContext(
     settings: deps.settings,
     signal: signal === deps.signal ? signal : AbortSignal.any([signal, deps.signal]),
     indices: deps.indices ?? {},
+    client: deps.client,
     // As in Kopf, indices are also passed by their names and win over built-in names.
     ...deps.indices,
   };

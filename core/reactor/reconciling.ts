@@ -439,6 +439,7 @@ class ReconcileController {
       retry: this.#queue.retries(key),
       signal: workerSignal,
       cache: cacheReader(this.#cache, this.#known, body.metadata?.namespace),
+      client: this.#deps.client,
       apply: (object, options) => this.#applier.apply(body, object, options ?? {}, workerSignal),
     });
   }

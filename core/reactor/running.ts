@@ -15,6 +15,7 @@
 import { Logger, type LogListener } from "../actions/loggers.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { KubeClient } from "../client/client.ts";
+import { OperatorScope, withOperatorScope } from "../client/current.ts";
 import { runActivity } from "../engines/activities.ts";
 import type { MetricsEngine } from "../engines/metrics.ts";
 import type { OperatorPause } from "../engines/peering.ts";
@@ -131,7 +132,13 @@ function servedNamespaces(options: OperatorOptions): readonly NamespacePattern[]
  * @throws {ConfigError} when no usable cluster configuration is found.
  * @throws {TypeError} when both `namespaces` and the deprecated `namespace` are given.
  */
-export async function operator(options: OperatorOptions = {}): Promise<void> {
+export function operator(options: OperatorOptions = {}): Promise<void> {
+  // Its handlers' `KubeClient.connect()` / `ctx.client` reach its own cluster (current.ts).
+  const scope = new OperatorScope(options);
+  return withOperatorScope(scope, () => runOperator(options, scope));
+}
+
+async function runOperator(options: OperatorOptions, scope: OperatorScope): Promise<void> {
   const namespaces = servedNamespaces(options);
   const settings = options.settings ?? createSettings();
   // Running out of credentials stops the operator as a stop request would, then fails it.
@@ -204,6 +211,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         loginFailure.abort(error);
       }, indices);
     const ownClient = !options.client;
+    scope.connection = client.http.connection;
     const observation = await startObservation(settings, options.metricsEngine, client);
     const { observer } = observation;
     const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
@@ -248,6 +256,7 @@ export async function operator(options: OperatorOptions = {}): Promise<void> {
         settings,
         logger,
         indices,
+        client,
         signal: endpointsStop.signal,
         current: () => current,
         pause: () => currentPause,

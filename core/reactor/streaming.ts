@@ -129,6 +129,7 @@ export async function runStream(
     : work.signal;
   const processing: ProcessingDeps = {
     api: deps.client.api,
+    client: deps.client,
     resource,
     changing: handlers.changing,
     watching: handlers.watching,

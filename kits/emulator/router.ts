@@ -59,7 +59,8 @@ interface Route extends RequestInfo {
   readonly subresource: string | undefined;
 }
 
-const PUBLIC = new Set(["/version", "/healthz", "/readyz", "/livez"]);
+// kube-apiserver serves `/version/` as `/version` (the Python client kr8s asks with the slash).
+const PUBLIC = new Set(["/version", "/version/", "/healthz", "/readyz", "/livez"]);
 
 function classify(method: string, path: string, query: URLSearchParams): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -203,7 +204,7 @@ export function createHandler(options: RouterOptions): Handler {
     created: { name?: string },
   ): Promise<Response> {
     const query = url.searchParams;
-    if (route.verb === "discovery" || route.path === "/version") {
+    if (route.verb === "discovery" || route.path === "/version" || route.path === "/version/") {
       const doc = discoveryDocument(cluster.registry, route.path, options.serverAddress());
       if (doc === undefined) throw noSuchPath();
       return json(200, doc);
