@@ -94,7 +94,7 @@ Deno.test(
 );
 
 Deno.test(
-  "settings.queueing.kopfBatching delays a new object's first event by the batch window as Kopf does: a child's handler writes the parent after the parent's creation did (issue 30)",
+  "settings.queueing.kopfBatching delays a new object's first event by the batch window as Kopf 1.3x does: a child's handler writes the parent after the parent's creation did (issue 30)",
   opts,
   async () => {
     using client = await testClient();

@@ -196,12 +196,13 @@ export interface QueueingSettings {
    */
   batchWindow: number;
   /**
-   * Batch as Kopf does: every event from the watch — an object's first one included — waits
-   * until its object has had no newer event for `batchWindow` seconds (Kopf's 0.1 s when
-   * `batchWindow` is 0); each newer event restarts the wait. Off (the default), a new object's
-   * first event is processed at once and `batchWindow` is one fixed wait after a later event.
-   * Turn it on for operators written for Kopf that depend on its ordering, e.g. a parent's
-   * creation writing its status before a child's handler does (docs/settings.md). @default false
+   * Batch as Kopf 1.3x does (`batching.batch_window`): every event from the watch — an
+   * object's first one included — waits until its object has had no newer event for
+   * `batchWindow` seconds (Kopf's 0.1 s when `batchWindow` is 0); each newer event restarts the
+   * wait. Off (the default), a new object's first event is processed at once and `batchWindow`
+   * is one fixed wait after a later event. Turn it on for operators written for Kopf that
+   * depend on its ordering, e.g. a parent's creation writing its status before a child's
+   * handler does (docs/settings.md). @default false
    */
   kopfBatching: boolean;
   /** Time for workers to finish when their watch stream stops. @default 2 */
