@@ -6,6 +6,9 @@
  *
  * Also the metrics endpoint (`--metrics http://0.0.0.0:9090/metrics`), on a server of its own or
  * on the liveness server when both URLs name the same host and port.
+ *
+ * Both are served by `serveHttp` with {@link PROBE_HTTP_LIMITS}: their requests are GETs, so
+ * bodies and headers are capped small, and slow or idle clients are cut off.
  * @module
  */
 
@@ -15,6 +18,22 @@ import type { IndexView, Memo } from "../intents/contexts.ts";
 import type { ActivityHandler } from "../intents/handlers.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { runActivity } from "./activities.ts";
+import { type HttpServerLimits, serveHttp } from "../util/http_server.ts";
+
+/**
+ * The limits of the liveness and metrics servers: probes and scrapes are small GETs from a few
+ * clients (the kubelet, Prometheus), so bodies, headers and connections are capped small.
+ */
+export const PROBE_HTTP_LIMITS: Readonly<Required<HttpServerLimits>> = Object.freeze({
+  maxConnections: 32,
+  maxHeaderBytes: 64 * 1024,
+  maxBodyBytes: 16 * 1024,
+  maxBufferedBytes: 2 << 20,
+  headerTimeout: 10,
+  bodyTimeout: 10,
+  idleTimeout: 90,
+  writeTimeout: 30,
+});
 
 /** What the liveness endpoint needs. */
 export interface LivenessOptions {
@@ -44,6 +63,8 @@ export interface LivenessOptions {
   readonly maxAge?: number;
   /** Further paths served by the same server (e.g. the metrics endpoint on the same port). */
   readonly routes?: Readonly<Record<string, () => Promise<Response>>>;
+  /** Connection, size and time limits. @default PROBE_HTTP_LIMITS */
+  readonly limits?: HttpServerLimits;
 }
 
 /** A running liveness endpoint. */
@@ -84,11 +105,12 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
       cached = { at: performance.now(), results: Object.fromEntries(results) };
       return cached.results;
     }).finally(() => (probing = undefined));
-  const server = Deno.serve({
+  const server = serveHttp({
     hostname: url.hostname,
     port: Number(url.port || 80),
     signal: options.signal,
-    onListen: () => {},
+    ...PROBE_HTTP_LIMITS,
+    ...options.limits,
   }, async (request) => {
     const requested = new URL(request.url).pathname;
     const route = options.routes?.[requested];
@@ -107,7 +129,7 @@ export function serveLiveness(options: LivenessOptions): LivenessServer {
       });
     }
   });
-  return { port: server.addr.port, finished: server.finished };
+  return { port: server.port, finished: server.finished };
 }
 
 /** What the metrics endpoint needs. */
@@ -118,6 +140,8 @@ export interface MetricsEndpointOptions {
   readonly render: () => Promise<Response>;
   /** Stops the server. */
   readonly signal: AbortSignal;
+  /** Connection, size and time limits. @default PROBE_HTTP_LIMITS */
+  readonly limits?: HttpServerLimits;
 }
 
 /**
@@ -149,14 +173,15 @@ export function endpointUrl(url: string, what: string): URL {
 export function serveMetrics(options: MetricsEndpointOptions): LivenessServer {
   const url = endpointUrl(options.url, "metrics");
   const path = url.pathname || "/";
-  const server = Deno.serve({
+  const server = serveHttp({
     hostname: url.hostname,
     port: Number(url.port || 80),
     signal: options.signal,
-    onListen: () => {},
+    ...PROBE_HTTP_LIMITS,
+    ...options.limits,
   }, async (request) => {
     if (new URL(request.url).pathname !== path) return new Response("Not found\n", { status: 404 });
     return await options.render();
   });
-  return { port: server.addr.port, finished: server.finished };
+  return { port: server.port, finished: server.finished };
 }

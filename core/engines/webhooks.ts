@@ -1,8 +1,9 @@
 /**
- * Webhook servers: HTTPS listeners (`Deno.serve`) that route `POST <path>/<handler id>` to the
- * framework's review function and report where Kubernetes reaches them. The K3d and Minikube
- * variants only differ in the host name put into URLs and certificates; the auto server picks
- * one by the cluster's version string.
+ * Webhook servers: HTTPS listeners (`serveHttp`, an HTTP/1.1 server with bounded connections,
+ * timeouts and request sizes) that route `POST <path>/<handler id>` to the framework's review
+ * function and report where Kubernetes reaches them. The K3d and Minikube variants only differ
+ * in the host name put into URLs and certificates; the auto server picks one by the cluster's
+ * version string.
  *
  * Certificates: a server given `certfile`/`pkeyfile` uses them; `insecure: true` serves plain
  * HTTP (Kubernetes refuses it; for curl and tunnels); otherwise a self-signed CA and a server
@@ -16,6 +17,7 @@
  */
 
 import { handleWebhookRequest as handle } from "./webhook_requests.ts";
+import { DEFAULT_HTTP_LIMITS, type HttpServerLimits, serveHttp } from "../util/http_server.ts";
 import type {
   WebhookClientConfig,
   WebhookFn,
@@ -96,7 +98,41 @@ export interface WebhookServerOptions {
   readonly extraSans?: readonly string[];
   /** Issues the self-signed certificate. @default the default issuer */
   readonly certificates?: CertificateIssuer;
+  /**
+   * The largest request body (an AdmissionReview) in bytes; larger ones get 413, and a larger
+   * declared `Content-Length` is refused before anything of the body is read.
+   * @default 7340032 (7 MiB, as controller-runtime)
+   */
+  readonly maxBodyBytes?: number;
+  /** The largest request line and headers, in bytes; larger ones get 431. @default 1048576 */
+  readonly maxHeaderBytes?: number;
+  /**
+   * Connections served at once; further ones are closed as soon as accepted (the API server
+   * opens one per concurrent admission call over HTTP/1.1).
+   * @default 256
+   */
+  readonly maxConnections?: number;
+  /**
+   * Bytes of requests in progress held at once, over all connections; a request past it gets
+   * 503. Bounds the memory that many connections at `maxBodyBytes` could take.
+   * @default 67108864 (64 MiB)
+   */
+  readonly maxBufferedBytes?: number;
+  /**
+   * Seconds from a connection's acceptance (the TLS handshake included), or from the first byte
+   * of a further request on it, until the end of the request's headers.
+   * @default 32 (as controller-runtime)
+   */
+  readonly headerTimeout?: number;
+  /** Seconds from the end of the headers until the end of the body. @default 32 */
+  readonly bodyTimeout?: number;
+  /** Seconds a kept-alive connection may wait for its next request. @default 90 */
+  readonly idleTimeout?: number;
+  /** Seconds that writing a response may take. @default 30 */
+  readonly writeTimeout?: number;
 }
+
+const LIMIT_KEYS = Object.keys(DEFAULT_HTTP_LIMITS) as (keyof HttpServerLimits)[];
 
 /** Options of the servers for local clusters (the host has its own default). */
 export type LocalClusterServerOptions = WebhookServerOptions;
@@ -154,11 +190,16 @@ export class WebhookServer implements WebhookServerProtocol {
   async *serve(fn: WebhookFn, options: WebhookServeOptions): AsyncGenerator<WebhookClientConfig> {
     const tls = await this.#tls();
     const root = (this.options.path ?? "").replace(/\/+$/, "");
-    const server = Deno.serve({
+    const limits: Record<string, number> = {};
+    for (const key of LIMIT_KEYS) {
+      const value = this.options[key];
+      if (value !== undefined) limits[key] = value;
+    }
+    const server = serveHttp({
       hostname: this.options.addr ?? "0.0.0.0",
       port: this.options.port ?? 9443,
       signal: options.signal,
-      onListen: () => {},
+      ...limits,
       ...(tls ? { cert: tls.certPem, key: tls.keyPem } : {}),
     }, (request) => handle(request, root, fn));
     try {

@@ -1,13 +1,10 @@
 import assert from "node:assert/strict";
 import { type HttpHandler, type HttpServerOptions, serveHttp } from "./http_server.ts";
 import { selfSignedServerCertificate } from "../../kits/certificates.ts";
+import { exchange, PATIENCE_MS, RawHttp as Raw } from "../../tests/_raw_http.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** How long a test waits for something that must happen at once or after a small timeout. */
-const PATIENCE_MS = 10_000;
 
 const echo: HttpHandler = async (request) =>
   new Response(
@@ -28,96 +25,6 @@ function start(options: Partial<HttpServerOptions> = {}, handler: HttpHandler = 
       await server.finished;
     },
   };
-}
-
-interface RawResponse {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: string;
-}
-
-/** A client that writes raw bytes and reads raw responses. */
-class Raw {
-  #buffer = new Uint8Array(0);
-  private constructor(readonly conn: Deno.Conn) {}
-
-  static async open(port: number): Promise<Raw> {
-    return new Raw(await Deno.connect({ hostname: "127.0.0.1", port }));
-  }
-
-  async send(data: string | Uint8Array): Promise<void> {
-    const bytes = typeof data === "string" ? encoder.encode(data) : data;
-    for (let offset = 0; offset < bytes.length;) {
-      offset += await this.conn.write(bytes.subarray(offset));
-    }
-  }
-
-  /** Reads more; false at EOF (or a reset); fails the test past PATIENCE_MS. */
-  async #fill(): Promise<boolean> {
-    const chunk = new Uint8Array(65536);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error("The server did not answer or close")),
-        PATIENCE_MS,
-      );
-    });
-    try {
-      const n = await Promise.race([this.conn.read(chunk).catch(() => null), timeout]);
-      if (n === null) return false;
-      const joined = new Uint8Array(this.#buffer.length + n);
-      joined.set(this.#buffer);
-      joined.set(chunk.subarray(0, n), this.#buffer.length);
-      this.#buffer = joined;
-      return true;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** One response (Content-Length framed). */
-  async response(): Promise<RawResponse> {
-    for (;;) {
-      const text = decoder.decode(this.#buffer);
-      const end = text.indexOf("\r\n\r\n");
-      if (end >= 0) {
-        const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
-        const headers = new Headers(lines.map((l) => {
-          const i = l.indexOf(":");
-          return [l.slice(0, i), l.slice(i + 1).trim()] as [string, string];
-        }));
-        const length = Number(headers.get("content-length") ?? 0);
-        const headBytes = encoder.encode(text.slice(0, end + 4)).length;
-        if (this.#buffer.length >= headBytes + length) {
-          const body = decoder.decode(this.#buffer.subarray(headBytes, headBytes + length));
-          this.#buffer = this.#buffer.slice(headBytes + length);
-          return { status: Number(statusLine!.split(" ")[1]), headers, body };
-        }
-      }
-      if (!(await this.#fill())) throw new Error(`Closed before a response: ${text}`);
-    }
-  }
-
-  /** Resolves when the server has closed the connection (whatever it sent before). */
-  async closed(): Promise<void> {
-    while (await this.#fill()) { /* drop */ }
-  }
-
-  close(): void {
-    try {
-      this.conn.close();
-    } catch { /* closed */ }
-  }
-}
-
-async function exchange(port: number, request: string): Promise<RawResponse> {
-  const raw = await Raw.open(port);
-  try {
-    await raw.send(request);
-    return await raw.response();
-  } finally {
-    raw.close();
-  }
 }
 
 Deno.test(
