@@ -68,6 +68,23 @@ export class HandlerRetriesError extends PermanentError {
   }
 }
 
+/**
+ * A handler returned a value that cannot be stored in `status.<handler id>`: not representable
+ * as JSON (a BigInt, a circular reference, a Map, NaN, …). A permanent failure: the handler is
+ * recorded as failed and not retried, as if it had thrown a {@link PermanentError}.
+ */
+export class HandlerResultError extends PermanentError {
+  /**
+   * Creates the error the framework reports for a result that cannot be stored.
+   *
+   * @param message Which handler, and what in its result.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "HandlerResultError";
+  }
+}
+
 /** Internal: a parent handler's sub-handlers are unfinished; re-run the parent soon, quietly. */
 export class HandlerChildrenRetry extends TemporaryError {
   /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Patch } from "../structs/patches.ts";
-import { PermanentError, TemporaryError } from "./execution.ts";
-import { deliverResult } from "./outcomes.ts";
+import { HandlerResultError, PermanentError, TemporaryError } from "./execution.ts";
+import { deliverResult, storableOutcome, storageProblem } from "./outcomes.ts";
 
 const success = (result: unknown) => ({ kind: "success", result }) as const;
 
@@ -69,4 +69,48 @@ Deno.test("deliverResult() stores a JSON copy detached from the returned object 
     nested: { n: 1 },
     when: "2024-01-01T00:00:00.000Z",
   });
+});
+
+Deno.test("storageProblem(): JSON values pass; what JSON would change or refuse is named with its path", () => {
+  const circular: Record<string, unknown> = { a: 1 };
+  circular.self = circular;
+  class Thing {
+    x = 1;
+  }
+  const cases: Array<[unknown, string | undefined]> = [
+    [{ message: "hi", n: 1.5, ok: true, none: null, list: [1, "a", { b: [] }] }, undefined],
+    [{ absent: undefined }, undefined],
+    [{ when: new Date(0) }, undefined],
+    [Object.assign(Object.create(null), { a: 1 }), undefined],
+    ["text", undefined],
+    [10n, "BigInt"],
+    [{ count: 10n }, "BigInt at .count"],
+    [circular, "a circular reference at .self"],
+    [{ m: new Map([[1, 2]]) }, "a Map at .m"],
+    [{ s: new Set([1]) }, "a Set at .s"],
+    [{ deep: { x: [1, NaN] } }, "NaN at .deep.x[1]"],
+    [{ big: Infinity }, "Infinity at .big"],
+    [{ big: -Infinity }, "-Infinity at .big"],
+    [{ fn: () => 1 }, "a function at .fn"],
+    [{ list: [1, undefined] }, "undefined at .list[1]"],
+    [{ sym: Symbol("x") }, "a Symbol at .sym"],
+    [{ "a.b": 1n }, 'BigInt at ["a.b"]'],
+    [{ thing: new Thing() }, "a Thing at .thing"],
+  ];
+  for (const [value, problem] of cases) assert.equal(storageProblem(value), problem);
+});
+
+Deno.test("storableOutcome(): an unstorable result fails the handler permanently, with its name and the problem", () => {
+  const outcome = storableOutcome("create_fn", success({ count: 10n }));
+  assert.equal(outcome.kind, "permanent");
+  assert.ok(outcome.kind === "permanent" && outcome.error instanceof HandlerResultError);
+  assert.ok(outcome.error instanceof PermanentError);
+  assert.match(
+    outcome.error.message,
+    /^Handler 'create_fn' returned a value that cannot be stored in status: BigInt at \.count\./,
+  );
+  const fine = success({ count: 10 });
+  assert.equal(storableOutcome("create_fn", fine), fine);
+  const failed = { kind: "temporary", error: new TemporaryError("x"), delay: 1 } as const;
+  assert.equal(storableOutcome("create_fn", failed), failed);
 });

@@ -18,7 +18,7 @@ import { applyPatch } from "../actions/application.ts";
 import { execute, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import type { Logger } from "../actions/loggers.ts";
-import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+import { deliverResult, reportOutcome, storableOutcome } from "../actions/outcomes.ts";
 import type { KubeApi } from "../client/api.ts";
 import type { ResourceContext } from "../intents/contexts.ts";
 import type { SpawningHandler } from "../intents/handlers.ts";
@@ -374,17 +374,20 @@ export class Spawner {
             )),
       );
     const meta = this.#body.metadata ?? {};
-    const outcome = this.#deps.observer
-      ? await this.#deps.observer.handler({
-        resource: resourceName(this.#deps.resource),
-        namespace: meta.namespace,
-        name: meta.name,
-        uid: meta.uid,
-        handler: task.handler.id,
-        kind: task.handler.spawn,
-        retry: retries,
-      }, attempt)
-      : await attempt();
+    const outcome = storableOutcome(
+      task.handler.id,
+      this.#deps.observer
+        ? await this.#deps.observer.handler({
+          resource: resourceName(this.#deps.resource),
+          namespace: meta.namespace,
+          name: meta.name,
+          uid: meta.uid,
+          handler: task.handler.id,
+          kind: task.handler.spawn,
+          retry: retries,
+        }, attempt)
+        : await attempt(),
+    );
     const stopped = task.stopper.signal;
     if (stopped.aborted && outcome.kind !== "success") {
       // Ending by the cancellation (or any error while stopping) is an exit on request.

@@ -13,7 +13,7 @@
 import { type Application, applyPatch } from "../actions/application.ts";
 import { execute, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
-import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+import { deliverResult, reportOutcome, storableOutcome } from "../actions/outcomes.ts";
 import type { Lifecycle } from "../actions/lifecycles.ts";
 import type { Logger } from "../actions/loggers.ts";
 import { ProgressState } from "../actions/progression.ts";
@@ -289,7 +289,11 @@ export async function processEvent(
           attempt,
         )
         : attempt();
-    const outcome = deps.gate ? await deps.gate.slow(observed) : await observed();
+    // A result that cannot be stored fails its handler now, not the cycle's write later.
+    const outcome = storableOutcome(
+      handler.id,
+      deps.gate ? await deps.gate.slow(observed) : await observed(),
+    );
     if (
       (outcome.kind === "temporary" && outcome.error.name !== "HandlerChildrenRetry") ||
       outcome.kind === "permanent"
@@ -413,8 +417,12 @@ async function runWatchingHandlers(
       deps.observer
         ? deps.observer.handler(handlerInfo(deps, event.body, handler.id, "event", 0), run)
         : run();
-    const outcome = deps.gate ? await deps.gate.slow(observed) : await observed();
+    const outcome = storableOutcome(
+      handler.id,
+      deps.gate ? await deps.gate.slow(observed) : await observed(),
+    );
     if (outcome.kind === "success") deliverResult(patch, handler.id, outcome);
+    else if (outcome.kind === "permanent") logger.error(outcome.error.message);
     else if (outcome.kind === "ignored") {
       logger.exception(
         `Handler '${handler.id}' failed with an exception and will ignore it: ${

@@ -37,7 +37,7 @@ import {
   matchChangingHandlers,
   matchesChangingFilters,
 } from "../intents/registries.ts";
-import { deliverResult, reportOutcome } from "../actions/outcomes.ts";
+import { deliverResult, reportOutcome, storableOutcome } from "../actions/outcomes.ts";
 
 /** Where sub-handlers of the running handler are tracked. */
 export interface SubhandlerScope {
@@ -234,12 +234,15 @@ async function runChildren(
     const progress = state.begin(handler.id, inputs.reason, new Date());
     const nested: SubhandlerScope = { state, lifecycle: scope.lifecycle, childIds: [] };
     // The attempt's signal follows the parent's (it is the parent's without a timeout).
-    const outcome = await executeOnce(
-      withDefaultBackoff(handler, inputs.settings.execution?.defaultBackoff),
-      progress,
-      (signal) => invokeChanging(handler, { ...inputs, progress, signal }, nested),
-      undefined,
-      inputs.signal,
+    const outcome = storableOutcome(
+      handler.id,
+      await executeOnce(
+        withDefaultBackoff(handler, inputs.settings.execution?.defaultBackoff),
+        progress,
+        (signal) => invokeChanging(handler, { ...inputs, progress, signal }, nested),
+        undefined,
+        inputs.signal,
+      ),
     );
     state.record(handler.id, outcome, new Date(), nested.childIds);
     scope.childIds.push(...nested.childIds);
