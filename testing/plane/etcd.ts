@@ -30,7 +30,7 @@ export function unbase64(data: string): string {
  * @returns The revision compacted to.
  * @example
  * ```ts
- * import { ControlPlane, compactEtcd } from "./control_plane.ts";
+ * import { ControlPlane, compactEtcd } from "../control_plane.ts";
  *
  * await using plane = await ControlPlane.start();
  * const revision = await compactEtcd(plane.etcdUrl);

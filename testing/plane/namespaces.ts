@@ -47,7 +47,7 @@ export async function apiRequest(
  * @returns The name of the new namespace.
  * @example
  * ```ts
- * import { createTestNamespace, deleteNamespace, sharedControlPlane } from "./control_plane.ts";
+ * import { createTestNamespace, deleteNamespace, sharedControlPlane } from "../control_plane.ts";
  *
  * const plane = await sharedControlPlane();
  * const namespace = await createTestNamespace(plane, "my-test");
@@ -82,7 +82,7 @@ export async function createTestNamespace(access: ClusterAccess, prefix = "test"
  *
  * @example
  * ```ts
- * import type { DeleteNamespaceOptions } from "./control_plane.ts";
+ * import type { DeleteNamespaceOptions } from "../control_plane.ts";
  *
  * const options: DeleteNamespaceOptions = { wait: true, timeoutMs: 30_000 };
  * ```
@@ -105,7 +105,7 @@ export interface DeleteNamespaceOptions {
  * @param options Whether and how long to wait until it is gone.
  * @example
  * ```ts
- * import { ControlPlane, createTestNamespace, deleteNamespace } from "./control_plane.ts";
+ * import { ControlPlane, createTestNamespace, deleteNamespace } from "../control_plane.ts";
  *
  * await using plane = await ControlPlane.start();
  * const namespace = await createTestNamespace(plane);
