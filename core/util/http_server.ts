@@ -317,8 +317,10 @@ class Server {
   }
 
   #track(task: Promise<void>): void {
-    this.#tasks.add(task);
-    task.finally(() => this.#tasks.delete(task));
+    // Connection tasks catch their own errors; anything left must not become unhandled.
+    const settled: Promise<void> = task.catch((error) => this.onError?.(error))
+      .finally(() => this.#tasks.delete(settled));
+    this.#tasks.add(settled);
   }
 
   /** Takes `bytes` from the server-wide budget, or refuses with 503. */
