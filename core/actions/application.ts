@@ -32,6 +32,77 @@ export type Application =
   | { readonly state: "gone" }
   | { readonly state: "conflict"; readonly error: ApiError };
 
+/**
+ * The API server refused a write for lack of permission (403 Forbidden): which verb on which
+ * resource (and subresource) in which namespace, what was written before the refusal, and what
+ * is left to write. The writer keeps the remainder and tries again later: when the permission
+ * is granted, the work lands (nothing is taken as done meanwhile).
+ */
+export class WriteRefusedError extends Error {
+  /** The API server's answer. */
+  readonly error: ApiError;
+  /** The refused verb (`patch`). */
+  readonly verb: string;
+  /** The refused resource as RBAC names it: `plural` or `plural/subresource`. */
+  readonly rbacResource: string;
+  /** The object as stored after the requests that went through before the refusal, if any. */
+  readonly written: KubeObject | undefined;
+  /** What is left to write (apply it later with {@link rebasePatch}). */
+  readonly remainder: Patch;
+
+  /**
+   * Creates the error for a refused request.
+   *
+   * @param error The 403 answer.
+   * @param init What was refused and what is left.
+   */
+  constructor(error: ApiError, init: {
+    readonly resource: ResourceRef;
+    readonly subresource: string | undefined;
+    readonly namespace: string | undefined;
+    readonly written: KubeObject | undefined;
+    readonly remainder: Patch;
+  }) {
+    const plural = init.resource.plural;
+    const rbacResource = init.subresource ? `${plural}/${init.subresource}` : plural;
+    const group = init.resource.group ? `"${init.resource.group}"` : "core";
+    const where = init.namespace ? ` in namespace "${init.namespace}"` : " (cluster-wide)";
+    super(
+      `Permission missing: patch on ${rbacResource} (API group ${group})${where} — ` +
+        `the API server refused to write ${init.subresource ? "the status" : "the object"}` +
+        (error.serverMessage ? ` (${error.serverMessage})` : "") +
+        `. Grant verb "patch" on resource "${rbacResource}" to the operator's account ` +
+        "(kopf generate rbac lists what it needs)",
+      { cause: error },
+    );
+    this.name = "WriteRefusedError";
+    this.error = error;
+    this.verb = "patch";
+    this.rbacResource = rbacResource;
+    this.written = init.written;
+    this.remainder = init.remainder;
+  }
+}
+
+/**
+ * A patch made applicable to a newer body: its merge part and transformation functions as they
+ * are, its finalizer operations recomputed against `fresh` (they are guarded by the list they
+ * were computed from).
+ *
+ * @param patch The patch computed against an older body.
+ * @param fresh The newer body.
+ * @returns A new patch with the same intent.
+ */
+export function rebasePatch(patch: Patch, fresh: KubeObject): Patch {
+  const rebased = new Patch(patch.body);
+  rebased.fns.push(...patch.fns);
+  for (const intent of finalizerIntents(patch)) {
+    if (intent.add) rebased.addFinalizer(fresh, intent.add);
+    else rebased.removeFinalizer(fresh, intent.remove!);
+  }
+  return rebased;
+}
+
 /** Options for {@linkcode applyPatch}. */
 export interface ApplyOptions {
   /** Cancels the requests. */
@@ -126,12 +197,7 @@ async function tryApplying(
       if (again instanceof ApiError && again.code === 404) return { state: "gone" };
       throw again;
     }
-    const retry = new Patch(patch.body);
-    retry.fns.push(...patch.fns);
-    for (const intent of finalizerIntents(patch)) {
-      if (intent.add) retry.addFinalizer(fresh, intent.add);
-      else retry.removeFinalizer(fresh, intent.remove!);
-    }
+    const retry = rebasePatch(patch, fresh);
     try {
       return await send(api, resource, fresh, retry, options);
     } catch (second) {
@@ -163,22 +229,48 @@ async function send(
   const name = body.metadata?.name ?? "";
   const namespace = body.metadata?.namespace;
   let latest: KubeObject | undefined;
-  if (requests.json) {
-    const ops: JsonPatchOp[] = [...requests.json];
-    if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
-    show("JSON-patching the resource with", ops);
-    latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
-  } else if (requests.merge) {
-    show("Merge-patching the resource with", requests.merge);
-    latest = await api.patch(resource, name, requests.merge, { namespace, signal });
+  // A 403 says which permission is missing, and keeps what is left to write.
+  const refused = (error: unknown, subresource: string | undefined, remainder: Patch): never => {
+    if (!(error instanceof ApiError && error.code === 403)) throw error;
+    throw new WriteRefusedError(error, {
+      resource,
+      subresource,
+      namespace,
+      written: latest,
+      remainder,
+    });
+  };
+  const fnsOnly = () => {
+    const rest = new Patch();
+    rest.fns.push(...patch.fns);
+    return rest;
+  };
+  try {
+    if (requests.json) {
+      const ops: JsonPatchOp[] = [...requests.json];
+      if (requests.merge) ops.push(...mergeAsJsonOps(body, requests.merge));
+      show("JSON-patching the resource with", ops);
+      latest = await api.patch(resource, name, ops, { namespace, type: "json", signal });
+    } else if (requests.merge) {
+      show("Merge-patching the resource with", requests.merge);
+      latest = await api.patch(resource, name, requests.merge, { namespace, signal });
+    }
+  } catch (error) {
+    refused(error, undefined, patch);
   }
   if (requests.statusMerge) {
     show("Merge-patching the status with", requests.statusMerge);
-    latest = await api.patch(resource, name, requests.statusMerge, {
-      namespace,
-      subresource: "status",
-      signal,
-    });
+    try {
+      latest = await api.patch(resource, name, requests.statusMerge, {
+        namespace,
+        subresource: "status",
+        signal,
+      });
+    } catch (error) {
+      const rest = new Patch(requests.statusMerge);
+      rest.fns.push(...patch.fns);
+      refused(error, "status", rest);
+    }
   }
   if (patch.fns.length) {
     const base = (latest ?? body) as JsonObject;
@@ -195,12 +287,16 @@ async function send(
         : [{ op: "test", path: "/metadata/resourceVersion", value: version }, ...part];
       const subresource = i === 1 ? "status" : undefined;
       show(`JSON-patching the ${subresource ? "status" : "resource"} with`, guarded);
-      latest = await api.patch(resource, name, guarded, {
-        namespace,
-        type: "json",
-        subresource,
-        signal,
-      });
+      try {
+        latest = await api.patch(resource, name, guarded, {
+          namespace,
+          type: "json",
+          subresource,
+          signal,
+        });
+      } catch (error) {
+        refused(error, subresource, fnsOnly());
+      }
     }
   }
   return latest ? { state: "applied", body: latest } : { state: "unchanged" };

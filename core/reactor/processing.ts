@@ -10,7 +10,12 @@
  * @module
  */
 
-import { type Application, applyPatch } from "../actions/application.ts";
+import {
+  type Application,
+  applyPatch,
+  rebasePatch,
+  WriteRefusedError,
+} from "../actions/application.ts";
 import { execute, type Outcome, withDefaultBackoff } from "../actions/execution.ts";
 import { withHandledObject } from "../actions/handled_object.ts";
 import { deliverResult, reportOutcome, storableOutcome } from "../actions/outcomes.ts";
@@ -94,6 +99,13 @@ export interface ObjectMemory {
   wake(): void;
   /** The latest known body (kept by the queue). */
   latest?: KubeObject | undefined;
+  /**
+   * A write the API server refused (403), kept to be tried again before anything else happens
+   * to the object: what is left to write, how many times it was refused, the last message.
+   */
+  unwritten?:
+    | { readonly patch: Patch; readonly tries: number; readonly message: string }
+    | undefined;
 }
 
 /** One event to process. */
@@ -153,6 +165,10 @@ export async function processEvent(
   // on the stream, so that this gate can open).
   await deps.readiness?.wait(deps.signal);
   if (deps.signal.aborted) return {};
+  if (memory.unwritten) {
+    if (deleted) memory.unwritten = undefined;
+    else return await retryRefusedWrite(deps, memory, body);
+  }
 
   if (!event.internal) await runWatchingHandlers(deps, memory, event, patch);
   const settings = deps.settings.persistence;
@@ -167,7 +183,7 @@ export async function processEvent(
       logger.debug("Removing the finalizer, as there are no handlers requiring it.");
       patch.removeFinalizer(body, settings.finalizer);
     }
-    return await finish(deps, body, patch, undefined, essence);
+    return await finish(deps, memory, body, patch, undefined, essence);
   }
 
   // The cause is detected when first needed: by a filter callback (they see the cause, as in
@@ -203,7 +219,7 @@ export async function processEvent(
       logger.debug("Removing the finalizer, as there are no handlers requiring it.");
       patch.removeFinalizer(body, settings.finalizer);
     }
-    return await finish(deps, body, patch, 0, essence);
+    return await finish(deps, memory, body, patch, 0, essence);
   }
   // Daemons and timers start only once the finalizer protects them (the cycle above).
   if (spawner) adjustSpawned(spawner, deps, memory, body, essence);
@@ -214,7 +230,7 @@ export async function processEvent(
     !isDeletionRequested(body) &&
     !deps.changing.some((h) => matchesBodyFilters(h, body, () => filterContext(h)))
   ) {
-    return await finish(deps, body, patch, undefined, essence);
+    return await finish(deps, memory, body, patch, undefined, essence);
   }
 
   const cause = detect();
@@ -224,14 +240,14 @@ export async function processEvent(
   }
   if (cause.reason === "noop" || cause.reason === "free" || cause.reason === "gone") {
     memory.handledOnce = true;
-    return await finish(deps, body, patch, undefined, essence);
+    return await finish(deps, memory, body, patch, undefined, essence);
   }
   const reason = cause.reason;
   const handlers = matchChangingHandlers(deps.changing, cause, body, filterContext);
   if (handlers.length === 0) {
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
-    return await finish(deps, body, patch, undefined, essence);
+    return await finish(deps, memory, body, patch, undefined, essence);
   }
 
   const now = new Date();
@@ -313,7 +329,7 @@ export async function processEvent(
       // that the cycle their exit wakes up releases the object without running the handlers
       // again (the records go with the object).
       state.store(settings.progressStorage, body, patch);
-      return failedIf(anyFailed, await finish(deps, body, patch, undefined, essence));
+      return failedIf(anyFailed, await finish(deps, memory, body, patch, undefined, essence));
     }
     // As Kopf: the records of every changing handler go, not only of those matching now — a
     // field handler whose filter its own patch made stop matching leaves no stale record that a
@@ -322,12 +338,12 @@ export async function processEvent(
     state.store(settings.progressStorage, body, patch);
     completeCause(spawner, deps, cause, body, patch, logger, essence);
     memory.handledOnce = true;
-    return failedIf(anyFailed, await finish(deps, body, patch, undefined, essence));
+    return failedIf(anyFailed, await finish(deps, memory, body, patch, undefined, essence));
   }
   state.store(settings.progressStorage, body, patch);
   return failedIf(
     anyFailed,
-    await finish(deps, body, patch, state.nextDelay(ids, new Date()), essence),
+    await finish(deps, memory, body, patch, state.nextDelay(ids, new Date()), essence),
   );
 }
 
@@ -462,6 +478,7 @@ export function makeResourceContext(
 
 async function finish(
   deps: ProcessingDeps,
+  memory: ObjectMemory,
   body: KubeObject,
   patch: Patch,
   delay: number | undefined,
@@ -469,11 +486,17 @@ async function finish(
 ): Promise<CycleResult> {
   if (patch.isEmpty) return { delay };
   const logger = deps.logger.forObject(body, { local: true });
-  const applied: Application = await applyPatch(deps.api, deps.resource, body, patch, {
-    signal: deps.signal,
-    logger: deps.logger.forObject(body),
-    requestLogger: logger,
-  });
+  let applied: Application;
+  try {
+    applied = await applyPatch(deps.api, deps.resource, body, patch, {
+      signal: deps.signal,
+      logger: deps.logger.forObject(body),
+      requestLogger: logger,
+    });
+  } catch (error) {
+    if (!(error instanceof WriteRefusedError)) throw error;
+    return refusedWrite(deps, memory, body, error);
+  }
   switch (applied.state) {
     case "applied":
       return settledAfter(deps, body, applied.body, delay, essence)
@@ -491,6 +514,59 @@ async function finish(
     case "unchanged":
       return { delay };
   }
+}
+
+/**
+ * A write the API server refused (403): one line says which permission is missing; what is left
+ * to write is kept in memory and tried again after the object's error delays
+ * (`settings.queueing.errorDelays`), before anything else happens to the object — so when the
+ * permission is granted, the work lands; nothing is taken as done meanwhile.
+ */
+function refusedWrite(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  body: KubeObject,
+  error: WriteRefusedError,
+): CycleResult {
+  const tries = memory.unwritten?.tries ?? 0;
+  const delays = deps.settings.queueing.errorDelays;
+  const delay = delays.length ? delays[Math.min(tries, delays.length - 1)]! : 1;
+  const repeated = memory.unwritten?.message === error.message;
+  memory.unwritten = { patch: error.remainder, tries: tries + 1, message: error.message };
+  const logger = deps.logger.forObject(body);
+  const line = `${error.message}. The object stays due: retrying in ${delay}s.`;
+  // The first refusal (and a different one) is an error; the same again only at debug level.
+  if (repeated) logger.debug(line);
+  else logger.error(line);
+  return { body: error.written, delay, failed: true };
+}
+
+/**
+ * Tries again the write that was refused in an earlier cycle, against the latest body.
+ * @returns The cycle's result: still refused (wait), or written (look again at the stored object).
+ */
+async function retryRefusedWrite(
+  deps: ProcessingDeps,
+  memory: ObjectMemory,
+  body: KubeObject,
+): Promise<CycleResult> {
+  const kept = memory.unwritten!;
+  let applied: Application;
+  try {
+    applied = await applyPatch(deps.api, deps.resource, body, rebasePatch(kept.patch, body), {
+      signal: deps.signal,
+      logger: deps.logger.forObject(body),
+      requestLogger: deps.logger.forObject(body, { local: true }),
+    });
+  } catch (error) {
+    if (!(error instanceof WriteRefusedError)) throw error;
+    return refusedWrite(deps, memory, body, error);
+  }
+  memory.unwritten = undefined;
+  if (applied.state === "gone") return {};
+  deps.logger.forObject(body).info("The write refused earlier went through now.");
+  // Look again at the stored object, as after any own write.
+  return applied.state === "applied" ? { body: applied.body, delay: 0 } : { delay: 0 };
 }
 
 /**
