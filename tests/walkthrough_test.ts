@@ -164,6 +164,11 @@ Deno.test("walkthrough: every step's files compile and do what the step says", o
     await using op = await dev(project);
     await createEvc(op.client, project);
     await pvcOf(op.client);
+    const resize = { spec: { resources: { requests: { storage: "2G" } } } };
+    await assert.rejects(
+      op.client.api.patch(PVCS, "my-claim", resize, { namespace }),
+      /spec is immutable after creation except resources\.requests/,
+    );
     await op.client.api.patch(PVCS, "my-claim", { status: { phase: "Bound" } }, {
       namespace,
       subresource: "status",
