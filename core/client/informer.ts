@@ -330,6 +330,12 @@ export class Informer {
         onError?.(event.error);
         this.#forward(event);
         break;
+      case "refused":
+        // An object refused for its depth still exists: a relist does not drop it.
+        this.#listing?.add(keyOf(event.object));
+        onError?.(new Error(`refused ${event.reason}`));
+        this.#forward(event);
+        break;
       case "skipped":
         onError?.(new Error(`ignored ${event.reason}`));
         this.#forward(event);

@@ -35,7 +35,8 @@ function keyOf(object: KubeObject): string {
  * Turns watcher events into per-object events: objects a relist reports at an already seen
  * resourceVersion are flagged `unchanged` (so consumers can skip repeated work), and objects
  * missing from a relist are reported as deleted, so no change is lost across `410 Gone`. Errors
- * and bookmarks are passed to `onOther` if given.
+ * and bookmarks are passed to `onOther` if given, and so are skipped and refused events (an
+ * object refused for its depth by a relist counts as seen: it is not reported deleted).
  *
  * @param events A list+watch stream (`watcher()` in `watching.ts`).
  * @param onOther Receives `error`, `bookmark`, `init` and `initDone` events.
@@ -100,6 +101,8 @@ export async function* objectEvents(
         yield { type: "delete", object: event.object };
         break;
       default:
+        // An object refused for its depth still exists: a relist does not report it deleted.
+        if (event.type === "refused") seen?.add(keyOf(event.object));
         onOther?.(event);
     }
   }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../structs/objects.ts";
-import type { WatcherEvent } from "./watch_events.ts";
+import { refusedStandIn, type WatcherEvent } from "./watch_events.ts";
 import { type ObjectEvent, objectEvents } from "./object_events.ts";
 
 function item(name: string, rv: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
@@ -90,4 +90,31 @@ Deno.test("objectEvents(): a re-created object (new uid) in a relist is not unch
   ]);
   assert.equal(out[2]?.type === "apply" && out[2].unchanged, undefined);
   assert.deepEqual(out[3]?.object.metadata, { name: "gone", uid: "g", resourceVersion: "6" });
+});
+
+Deno.test("objectEvents(): an object refused for its depth in a relist still exists: not reported deleted", async () => {
+  const deep = item("deep", "11");
+  const out = await fold([
+    { type: "init" },
+    { type: "initApply", object: deep },
+    { type: "initDone", resourceVersion: "12" },
+    // The watch was down; meanwhile the object was changed to be too deep.
+    { type: "init" },
+    { type: "refused", reason: "too deep", object: refusedStandIn(item("deep", "14")) },
+    { type: "initDone", resourceVersion: "15" },
+  ]);
+  assert.deepEqual(out.map((e) => [e.type, e.object.metadata?.name]), [["apply", "deep"]]);
+});
+
+Deno.test("refusedStandIn(): apiVersion, kind and metadata without managedFields", () => {
+  const object: KubeObject = {
+    ...item("deep", "11"),
+    metadata: { ...item("deep", "11").metadata, managedFields: [{ fieldsV1: { "f:spec": {} } }] },
+  };
+  assert.deepEqual(refusedStandIn(object), {
+    apiVersion: "kopf.dev/v1",
+    kind: "KopfExample",
+    metadata: { name: "deep", namespace: "ns", uid: "uid-deep", resourceVersion: "11" },
+  });
+  assert.ok(object.metadata?.managedFields, "the original is unchanged");
 });

@@ -33,7 +33,12 @@ export type WatcherEvent =
   }
   | { readonly type: "error"; readonly error: Error; readonly retryInMs: number }
   /** A line of the stream that is not a usable event: ignored; the stream goes on. */
-  | { readonly type: "skipped"; readonly reason: string };
+  | { readonly type: "skipped"; readonly reason: string }
+  /**
+   * An object nested deeper than `maxDepth`, not reported as it is: `object` is its stand-in
+   * ({@link refusedStandIn}); the stream goes on.
+   */
+  | { readonly type: "refused"; readonly reason: string; readonly object: KubeObject };
 
 /**
  * Why a watch request was opened: the stream's first one (`initial`), after the previous one
@@ -78,4 +83,36 @@ export function malformation(event: RawWatchEvent | MalformedWatchLine): string 
     return `a ${raw.type} event with an object without metadata.name`;
   }
   return undefined;
+}
+
+/**
+ * What is reported of an object refused for its depth: its `apiVersion`, `kind` and `metadata`
+ * without `managedFields` — the only part of the metadata that can be nested as deep as the
+ * object (it mirrors the object's fields); the rest of `ObjectMeta` is typed and shallow. Enough
+ * to name the object in a log line and an Event, and to forget it when it is deleted.
+ *
+ * @param object The refused object.
+ * @returns A new, shallow object; the original is not changed.
+ */
+export function refusedStandIn(object: KubeObject): KubeObject {
+  const { managedFields: _, ...metadata } = object.metadata ?? {};
+  return {
+    ...(object.apiVersion !== undefined ? { apiVersion: object.apiVersion } : {}),
+    ...(object.kind !== undefined ? { kind: object.kind } : {}),
+    metadata,
+  };
+}
+
+/**
+ * The reason of a `refused` event (an object nested too deep): kind, namespace/name, limit.
+ *
+ * @param object The refused object.
+ * @param maxDepth The limit it passed.
+ * @returns A description safe to log (no content of the object).
+ */
+export function tooDeepReason(object: KubeObject, maxDepth: number): string {
+  const meta = object.metadata ?? {};
+  const name = [meta.namespace, meta.name].filter(Boolean).join("/");
+  return `${object.kind ?? "an object"} ${JSON.stringify(name)} nested deeper than ${maxDepth} ` +
+    `levels`;
 }

@@ -59,6 +59,13 @@ export interface WatcherOptions {
    * @default 16 MiB (`WATCH_LINE_BYTES`)
    */
   readonly maxLineBytes?: number | undefined;
+  /**
+   * Objects nested deeper than this many levels are not reported as they are: an addition or
+   * change is replaced by a `refused` event that carries the object's identity
+   * (`refusedStandIn()` in `watch_events.ts`), a deletion is reported with that stand-in as its object.
+   * Unset: no limit.
+   */
+  readonly maxDepth?: number | undefined;
   /** Backoff between failed attempts. */
   readonly backoff?: BackoffOptions | undefined;
   /** Page size of the initial and recovery lists (`0`: one request for all). @default 500 */
@@ -124,7 +131,7 @@ export class WatchClientTimeoutError extends Error {
 /**
  * The watcher's options from `settings.watching` (all but the namespace, selectors and signal).
  * @param watching The settings.
- * @returns Timeouts and the reconnection pause, in the units `watcher()` takes.
+ * @returns Timeouts, the reconnection pause and limits, in the units `watcher()` takes.
  */
 export function watchingOptions(watching: WatchingSettings): WatcherOptions {
   const ms = (seconds: number | null) => seconds === null ? undefined : seconds * 1000;
@@ -136,5 +143,6 @@ export function watchingOptions(watching: WatchingSettings): WatcherOptions {
     clientTimeoutMs: ms(watching.clientTimeout),
     ...(watching.initialStreaming ? { initialStreaming: true } : {}),
     ...(watching.chunkSize === 500 ? {} : { pageSize: watching.chunkSize ?? 0 }),
+    ...(Number.isFinite(watching.maxDepth) ? { maxDepth: watching.maxDepth } : {}),
   };
 }

@@ -8,7 +8,9 @@
  * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us. An
  * optional client-side timeout ends each watch request after a fixed time; it is resumed from
  * the last seen resourceVersion like a stream the server ended.
- * Errors are yielded, not thrown, and retried with backoff and jitter.
+ * Errors are yielded, not thrown, and retried with backoff and jitter. Objects nested deeper
+ * than `maxDepth` are refused at this door (a `refused` event naming them; a deletion comes with
+ * the object's metadata only).
  *
  * {@link objectEvents} folds a relist into the stream: unchanged objects are flagged and
  * objects that vanished while the watch was broken are reported as deleted.
@@ -23,9 +25,13 @@ import { backoffDelay, sleep } from "../util/backoff.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
 import { ApiError } from "./errors.ts";
 import type { ByteStream } from "./raw_stream.ts";
+import { nestedDeeperThan } from "../structs/dicts.ts";
+import type { KubeObject } from "../structs/objects.ts";
 import {
   malformation,
   type RawWatchEvent,
+  refusedStandIn,
+  tooDeepReason,
   type WatcherEvent,
   type WatchStartReason,
 } from "./watch_events.ts";
@@ -40,6 +46,7 @@ import { readWatchEvents } from "./watch_stream.ts";
 export {
   MalformedWatchLine,
   type RawWatchEvent,
+  refusedStandIn,
   type WatcherEvent,
   type WatchStartReason,
 } from "./watch_events.ts";
@@ -97,6 +104,17 @@ export async function* watcher(
     shardSelector: options.shardSelector,
   };
   const accept = options.accept ?? (() => true);
+  // Objects nested too deep for the framework's recursive copies and diffs are refused here, at
+  // the door: measured without recursion, and only when a limit is set.
+  const maxDepth = options.maxDepth;
+  const tooDeep = maxDepth === undefined
+    ? () => false
+    : (object: KubeObject) => nestedDeeperThan(object, maxDepth);
+  const refused = (object: KubeObject): WatcherEvent => ({
+    type: "refused",
+    reason: tooDeepReason(object, maxDepth ?? Infinity),
+    object: refusedStandIn(object),
+  });
   while (!signal?.aborted) {
     try {
       // A streaming list: the objects arrive as the watch's first events (see below).
@@ -111,7 +129,8 @@ export async function* watcher(
           const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })
         ) {
           for (const object of page.items) {
-            if (accept(object)) yield { type: "initApply", object };
+            if (!accept(object)) continue;
+            yield tooDeep(object) ? refused(object) : { type: "initApply", object };
           }
           listedVersion = page.metadata?.resourceVersion ?? listedVersion;
         }
@@ -175,7 +194,9 @@ export async function* watcher(
               const ended = event.type === "BOOKMARK" &&
                 event.object?.metadata?.annotations?.[INITIAL_EVENTS_END] === "true";
               if (event.type === "ADDED" && accept(event.object)) {
-                yield { type: "initApply", object: event.object };
+                yield tooDeep(event.object)
+                  ? refused(event.object)
+                  : { type: "initApply", object: event.object };
               } else if (ended && version) {
                 resourceVersion = version;
                 streaming = false;
@@ -188,12 +209,20 @@ export async function* watcher(
               case "MODIFIED":
                 if (version) resourceVersion = version;
                 if (accept(event.object)) {
-                  yield { type: "apply", object: event.object, raw: event.type };
+                  yield tooDeep(event.object)
+                    ? refused(event.object)
+                    : { type: "apply", object: event.object, raw: event.type };
                 }
                 break;
               case "DELETED":
                 if (version) resourceVersion = version;
-                if (accept(event.object)) yield { type: "delete", object: event.object };
+                if (accept(event.object)) {
+                  // Even refused, a deletion is reported, so that consumers forget the object.
+                  const object = tooDeep(event.object)
+                    ? refusedStandIn(event.object)
+                    : event.object;
+                  yield { type: "delete", object };
+                }
                 break;
               case "BOOKMARK":
                 if (version) resourceVersion = version;

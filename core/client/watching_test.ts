@@ -14,7 +14,10 @@ Deno.test("watchingOptions() converts settings.watching to the watcher's millise
     reconnectBackoffMs: 100,
     connectTimeoutMs: undefined, // the client's connect timeout, then its request timeout
     clientTimeoutMs: undefined, // no limit
+    maxDepth: 1000, // deeper objects are refused at the door
   });
+  watching.maxDepth = Infinity;
+  assert.equal("maxDepth" in watchingOptions(watching), false, "Infinity: no limit");
   watching.connectTimeout = 2.5;
   watching.clientTimeout = 30;
   watching.serverTimeout = null;

@@ -30,7 +30,7 @@ import {
   type WebhookFnOptions,
 } from "../structs/admission.ts";
 import { diff } from "../structs/diffs.ts";
-import { isMapping, type JsonObject } from "../structs/dicts.ts";
+import { isMapping, type JsonObject, nestedDeeperThan } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
@@ -241,31 +241,6 @@ async function runHandlers(
 interface Failure {
   readonly id: string;
   readonly error: unknown;
-}
-
-/**
- * Whether a JSON value has containers nested deeper than `limit` (a scalar is 0 deep, `{}` 1).
- * Walks with an explicit stack, so any depth is measured without recursion; stops as soon as
- * the limit is passed.
- */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const values: unknown[] = [value];
-  const depths: number[] = [0];
-  while (values.length) {
-    const item = values.pop();
-    const depth = depths.pop()!;
-    if (typeof item !== "object" || item === null) continue;
-    if (depth + 1 > limit) return true;
-    for (const key in item) {
-      if (!Object.hasOwn(item, key)) continue;
-      const child = (item as Record<string, unknown>)[key];
-      if (typeof child === "object" && child !== null) {
-        values.push(child);
-        depths.push(depth + 1);
-      }
-    }
-  }
-  return false;
 }
 
 /** The request in a log line: operation, resource, namespace/name, user. */

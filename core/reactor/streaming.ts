@@ -8,7 +8,7 @@
  */
 
 import type { Lifecycle } from "../actions/lifecycles.ts";
-import type { Logger } from "../actions/loggers.ts";
+import { buildObjectReference, type Logger } from "../actions/loggers.ts";
 import type { KubeClient } from "../client/client.ts";
 import { isRoutineSilence, objectEvents, watcher, watchingOptions } from "../client/watching.ts";
 import type { Memo } from "../intents/contexts.ts";
@@ -27,6 +27,7 @@ import type { AdmissionGate } from "../util/gate.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import type { Indexers, IndexingReadiness } from "../engines/indexing.ts";
 import type { OperatorObserver } from "../engines/observers.ts";
+import { currentPosters } from "../engines/posting.ts";
 import { type OperatorPause, pausable } from "../engines/peering.ts";
 import type { StreamTarget } from "./planning.ts";
 import { makeResourceContext, processEvent, type ProcessingDeps } from "./processing.ts";
@@ -238,6 +239,7 @@ export async function runStream(
           if (isRoutineSilence(other.error)) logger.info(message);
           else logger.warning(message);
         }
+        if (other.type === "refused") refuse(logger, other.object, other.reason);
         if (other.type === "skipped") {
           logger.warning(
             `Watching ${resourceName(resource)}${where}: ignored ${other.reason}; ` +
@@ -292,6 +294,26 @@ export async function runStream(
     } finally {
       work.abort();
     }
+  }
+}
+
+/**
+ * Reports an object refused for its depth (`settings.watching.maxDepth`): one error line, and a
+ * Warning Event on the object whatever `settings.posting.loggers` says (the object's author may
+ * not read the operator's log), so the line itself is not posted again.
+ */
+function refuse(logger: Logger, object: KubeObject, reason: string): void {
+  const message = `Refused ${reason} (settings.watching.maxDepth); no handler runs for it ` +
+    "until it is changed to fit or deleted.";
+  logger.forObject(object, { local: true }).error(message);
+  for (const poster of currentPosters()) {
+    if (!poster.acceptsExplicit("warning")) continue;
+    poster.enqueue({
+      ref: buildObjectReference(object),
+      type: "Warning",
+      reason: "ObjectTooDeep",
+      message,
+    });
   }
 }
 

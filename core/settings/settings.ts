@@ -172,6 +172,15 @@ export interface WatchingSettings {
    * request); here 500, as client-go's informers page. @default 500
    */
   chunkSize: number | null;
+  /**
+   * Objects nested deeper than this (managed fields included) are refused as they arrive: their
+   * handlers do not run, one error line (and an Event) names the object and this limit, and
+   * every other object is handled as usual; a deletion still reaches the operator, with the
+   * object's metadata only. The framework's copies and diffs of such objects would overflow the
+   * stack, and the API server stores objects up to 10,000 levels deep. Not in Kopf.
+   * `Infinity` lifts the limit. @default 1000
+   */
+  maxDepth: number;
 }
 
 /** `settings.queueing` (Kopf's `batching`): per-object workers. */
@@ -418,6 +427,7 @@ export function createSettings(
       fieldSelectors: {},
       initialStreaming: false,
       chunkSize: 500,
+      maxDepth: 1000,
       ...overrides.watching,
     },
     queueing,

@@ -227,6 +227,81 @@ export function deepCopyWithout(value: Mapping, omit: readonly string[]): Record
 }
 
 /**
+ * Tell whether a value is nested deeper than `limit` levels of objects and arrays (the value
+ * itself is level 1 if it is an object or array; scalars are level 0). Any depth can be
+ * measured: the walk recurses a few hundred levels at most and goes on with a stack of its own
+ * below, whereas the recursive helpers here (`deepCopy`, `deepEqual`, the diffs) overflow the
+ * stack some thousands of levels down — and the API server stores objects nested up to 10,000
+ * levels deep (a field with `x-kubernetes-preserve-unknown-fields`). It stops at the first level
+ * past the limit. Cheaper than a `deepCopy` of the same value (bench/depth_check.ts).
+ * @param value Any JSON-like value.
+ * @param limit The greatest depth allowed.
+ * @returns `true` if some object or array lies deeper than `limit` levels.
+ * @example A value three levels deep
+ * ```ts
+ * import { nestedDeeperThan } from "./dicts.ts";
+ * nestedDeeperThan({ a: { b: [1] } }, 2); // true
+ * nestedDeeperThan({ a: { b: [1] } }, 3); // false
+ * ```
+ */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (limit < 1) return true;
+  return deeperThan(value, limit, RECURSION_FRAMES);
+}
+
+/** How deep {@link nestedDeeperThan} recurses before it goes on with a stack of its own. */
+const RECURSION_FRAMES = 256;
+
+/** Whether `value` (at level 1) has objects below level `allowed`; recursing `frames` more. */
+function deeperThan(value: object, allowed: number, frames: number): boolean {
+  if (frames === 0) return deeperThanIteratively(value, allowed);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child = value[i];
+      if (typeof child !== "object" || child === null) continue;
+      if (allowed <= 1 || deeperThan(child, allowed - 1, frames - 1)) return true;
+    }
+    return false;
+  }
+  for (const key in value) {
+    const child = (value as Record<string, unknown>)[key];
+    if (typeof child !== "object" || child === null || !Object.hasOwn(value, key)) continue;
+    if (allowed <= 1 || deeperThan(child, allowed - 1, frames - 1)) return true;
+  }
+  return false;
+}
+
+/** {@link deeperThan} without recursion: two parallel stacks of objects and their levels. */
+function deeperThanIteratively(value: object, allowed: number): boolean {
+  const values: object[] = [value];
+  const levels: number[] = [1];
+  let top = 1;
+  while (top > 0) {
+    const item = values[--top]!;
+    const level = levels[top]!;
+    if (Array.isArray(item)) {
+      for (let i = 0; i < item.length; i++) {
+        const child = item[i];
+        if (typeof child !== "object" || child === null) continue;
+        if (level >= allowed) return true;
+        values[top] = child;
+        levels[top++] = level + 1;
+      }
+    } else {
+      for (const key in item) {
+        const child = (item as Record<string, unknown>)[key];
+        if (typeof child !== "object" || child === null || !Object.hasOwn(item, key)) continue;
+        if (level >= allowed) return true;
+        values[top] = child;
+        levels[top++] = level + 1;
+      }
+    }
+  }
+  return false;
+}
+
+/**
  * Compare two JSON-like values structurally: key order does not matter, array order does,
  * keys holding `undefined` count as absent (as in `JSON.stringify`), `null` is a value.
  * @param a One value.

@@ -7,6 +7,7 @@ import {
   ensure,
   has,
   isMapping,
+  nestedDeeperThan,
   parseField,
   remove,
   resolve,
@@ -262,4 +263,36 @@ Deno.test("deepCopyWithout() shares nothing with the source and keeps __proto__ 
   assert.notEqual(copy.spec, source.spec);
   ((copy.spec as Record<string, unknown[]>).a![1] as Record<string, number>).b = 3;
   assert.equal(source.spec.a[1].b, 2);
+});
+
+Deno.test("nestedDeeperThan() counts levels of objects and arrays, at any depth, without recursion", () => {
+  assert.equal(nestedDeeperThan(1, 0), false);
+  assert.equal(nestedDeeperThan({}, 0), true);
+  assert.equal(nestedDeeperThan({}, 1), false);
+  assert.equal(nestedDeeperThan({ a: { b: [1] } }, 2), true);
+  assert.equal(nestedDeeperThan({ a: { b: [1] } }, 3), false);
+  assert.equal(nestedDeeperThan({ a: 1, b: [[[]]] }, 3), true, "arrays count");
+  // Far deeper than any recursive walk could go (the API server stops at 10,000).
+  const depth = 200_000;
+  const deep = JSON.parse("[".repeat(depth) + "]".repeat(depth));
+  assert.equal(nestedDeeperThan(deep, depth - 1), true);
+  assert.equal(nestedDeeperThan(deep, depth), false);
+  // Inherited properties are not the value's own fields.
+  assert.equal(nestedDeeperThan(Object.create({ inherited: {} }), 1), false);
+});
+
+Deno.test("nestedDeeperThan() answers alike on both sides of its recursion budget, in wide values too", () => {
+  const chain = (depth: number, width: number): unknown => {
+    let value: unknown = Array.from({ length: width }, (_, i) => ({ i }));
+    for (let level = 2; level < depth; level++) {
+      value = level % 2 ? [value, 1, { x: 1 }] : { a: value, b: [1], c: null };
+    }
+    return value;
+  };
+  for (const depth of [2, 3, 255, 256, 257, 258, 511, 512, 513, 2000]) {
+    const value = chain(depth, 3);
+    for (const limit of [depth - 2, depth - 1, depth, depth + 1]) {
+      assert.equal(nestedDeeperThan(value, limit), depth > limit, `depth ${depth}, limit ${limit}`);
+    }
+  }
 });
