@@ -113,7 +113,8 @@ if [[ -n "$node_tests" ]]; then
     tests/fixtures/incluster_operator.ts -o "$run/incluster.oci.tar" >"$run/image.log" 2>&1; then
     tail -n 1 "$run/image.log"
     env -u KOPF_TS_TEST_KUBECONFIG -u KOPF_TS_TEST_ETCD_URL KOPF_TS_TEST_IMAGE="$run/incluster.oci.tar" \
-      timeout 900 tools/netns.sh $DENO test -A --no-check=remote tests/incluster_test.ts 2>&1 |
+      timeout "$([[ "${KOPF_TS_TEST_TOKEN_ROTATION:-}" == 1 ]] && echo 1800 || echo 900)" \
+      tools/netns.sh $DENO test -A --no-check=remote tests/incluster_test.ts 2>&1 |
       tee "$run/node.log"
     summary=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$run/node.log" | tail -n 1)
     if [[ -n "$summary" ]]; then
