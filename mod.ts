@@ -34,9 +34,15 @@ export type {
 export {
   type BodyOf,
   type DiffOf,
+  type DottedPath,
+  type DottedValue,
   type EssenceOf,
+  type FieldPathOf,
+  type FieldValueOf,
   type IsTypedObject,
+  type KubeObjectLike,
   type MergePatch,
+  type ObjectOf,
   type PatchOf,
   type SpecOf,
   type StatusOf,
@@ -45,7 +51,12 @@ export {
   type TypedPatch,
   type TypedShape,
 } from "./core/structs/typed.ts";
-export { type TypedResource, typedResource } from "./core/intents/typed_resources.ts";
+export {
+  type TypedResource,
+  typedResource,
+  type TypedResourceFields,
+  type TypedResourceRef,
+} from "./core/intents/typed_resources.ts";
 export {
   type DeclaredPermission,
   declarePermissions,
@@ -202,6 +213,7 @@ export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core
 export type { ByteStream } from "./core/client/raw_stream.ts";
 export type { BackoffOptions } from "./core/util/backoff.ts";
 export {
+  type BodyFor,
   type CallOptions,
   type DeleteOptions as ApiDeleteOptions,
   KubeApi,
@@ -209,6 +221,7 @@ export {
   type PatchOptions,
   type PatchType,
   type ResourceRef,
+  type ResultOf,
   type WatchOptions,
 } from "./core/client/api.ts";
 export type { Discovery, DiscoveryOptions } from "./core/client/discovery.ts";

@@ -3,8 +3,8 @@
 import {
   type ObjectMeta,
   type TypedObject,
-  type TypedResource,
   typedResource,
+  type TypedResourceRef,
 } from "../core/intents/typed_resources.ts";
 
 /**
@@ -4618,65 +4618,83 @@ export interface LeaseSpec {
   strategy?: string;
 }
 
-/** The `pods` resource (`v1`), typed: `on.create(Pods, …)`. */
-export const Pods: TypedResource<Pod> = typedResource<Pod>(
-  "",
-  "v1",
-  "pods",
-);
+/** The `pods` resource (`v1`), typed, for handlers and the client. */
+export const Pods: TypedResourceRef<Pod> = typedResource<Pod>({
+  group: "",
+  version: "v1",
+  plural: "pods",
+  kind: "Pod",
+  namespaced: true,
+});
 
-/** The `services` resource (`v1`), typed: `on.create(Services, …)`. */
-export const Services: TypedResource<Service> = typedResource<Service>(
-  "",
-  "v1",
-  "services",
-);
+/** The `services` resource (`v1`), typed, for handlers and the client. */
+export const Services: TypedResourceRef<Service> = typedResource<Service>({
+  group: "",
+  version: "v1",
+  plural: "services",
+  kind: "Service",
+  namespaced: true,
+});
 
-/** The `configmaps` resource (`v1`), typed: `on.create(ConfigMaps, …)`. */
-export const ConfigMaps: TypedResource<ConfigMap> = typedResource<ConfigMap>(
-  "",
-  "v1",
-  "configmaps",
-);
+/** The `configmaps` resource (`v1`), typed, for handlers and the client. */
+export const ConfigMaps: TypedResourceRef<ConfigMap> = typedResource<ConfigMap>({
+  group: "",
+  version: "v1",
+  plural: "configmaps",
+  kind: "ConfigMap",
+  namespaced: true,
+});
 
-/** The `secrets` resource (`v1`), typed: `on.create(Secrets, …)`. */
-export const Secrets: TypedResource<Secret> = typedResource<Secret>(
-  "",
-  "v1",
-  "secrets",
-);
+/** The `secrets` resource (`v1`), typed, for handlers and the client. */
+export const Secrets: TypedResourceRef<Secret> = typedResource<Secret>({
+  group: "",
+  version: "v1",
+  plural: "secrets",
+  kind: "Secret",
+  namespaced: true,
+});
 
-/** The `events` resource (`v1`), typed: `on.create(Events, …)`. */
-export const Events: TypedResource<Event> = typedResource<Event>(
-  "",
-  "v1",
-  "events",
-);
+/** The `events` resource (`v1`), typed, for handlers and the client. */
+export const Events: TypedResourceRef<Event> = typedResource<Event>({
+  group: "",
+  version: "v1",
+  plural: "events",
+  kind: "Event",
+  namespaced: true,
+});
 
-/** The `namespaces` resource (`v1`), typed: `on.create(Namespaces, …)`. */
-export const Namespaces: TypedResource<Namespace> = typedResource<Namespace>(
-  "",
-  "v1",
-  "namespaces",
-);
+/** The `namespaces` resource (`v1`), typed, for handlers and the client. */
+export const Namespaces: TypedResourceRef<Namespace> = typedResource<Namespace>({
+  group: "",
+  version: "v1",
+  plural: "namespaces",
+  kind: "Namespace",
+  namespaced: false,
+});
 
-/** The `deployments` resource (`apps/v1`), typed: `on.create(Deployments, …)`. */
-export const Deployments: TypedResource<Deployment> = typedResource<Deployment>(
-  "apps",
-  "v1",
-  "deployments",
-);
+/** The `deployments` resource (`apps/v1`), typed, for handlers and the client. */
+export const Deployments: TypedResourceRef<Deployment> = typedResource<Deployment>({
+  group: "apps",
+  version: "v1",
+  plural: "deployments",
+  kind: "Deployment",
+  namespaced: true,
+});
 
-/** The `jobs` resource (`batch/v1`), typed: `on.create(Jobs, …)`. */
-export const Jobs: TypedResource<Job> = typedResource<Job>(
-  "batch",
-  "v1",
-  "jobs",
-);
+/** The `jobs` resource (`batch/v1`), typed, for handlers and the client. */
+export const Jobs: TypedResourceRef<Job> = typedResource<Job>({
+  group: "batch",
+  version: "v1",
+  plural: "jobs",
+  kind: "Job",
+  namespaced: true,
+});
 
-/** The `leases` resource (`coordination.k8s.io/v1`), typed: `on.create(Leases, …)`. */
-export const Leases: TypedResource<Lease> = typedResource<Lease>(
-  "coordination.k8s.io",
-  "v1",
-  "leases",
-);
+/** The `leases` resource (`coordination.k8s.io/v1`), typed, for handlers and the client. */
+export const Leases: TypedResourceRef<Lease> = typedResource<Lease>({
+  group: "coordination.k8s.io",
+  version: "v1",
+  plural: "leases",
+  kind: "Lease",
+  namespaced: true,
+});

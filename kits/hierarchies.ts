@@ -36,6 +36,7 @@
 
 export type { FieldSpec } from "../core/structs/dicts.ts";
 export type { KubeObject, ObjectMeta, OwnerReference } from "../core/structs/objects.ts";
+export type { KubeObjectLike } from "../core/structs/typed.ts";
 export { adopt, type AdoptOptions } from "./hierarchies/adopting.ts";
 export { label, type LabelOptions } from "./hierarchies/labels.ts";
 export { harmonizeNaming, type NamingOptions } from "./hierarchies/naming.ts";

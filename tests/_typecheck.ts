@@ -5,14 +5,25 @@
 
 import assert from "node:assert/strict";
 
+/** Options of {@link denoCheck}. */
+export interface CheckOptions {
+  /** The configuration to check with (for fixtures outside the repository, e.g. generated). */
+  readonly config?: string;
+}
+
 /**
  * Checks a fixture with `deno check`.
  * @param url The fixture.
+ * @param options The configuration to use.
  * @returns Whether it compiled, and the compiler's output.
  */
-export async function denoCheck(url: URL): Promise<{ ok: boolean; output: string }> {
+export async function denoCheck(
+  url: URL,
+  options: CheckOptions = {},
+): Promise<{ ok: boolean; output: string }> {
+  const config = options.config === undefined ? [] : ["--config", options.config];
   const result = await new Deno.Command(Deno.execPath(), {
-    args: ["check", "--quiet", decodeURIComponent(url.pathname)],
+    args: ["check", "--quiet", ...config, decodeURIComponent(url.pathname)],
     env: { NO_COLOR: "1" },
     stdout: "piped",
     stderr: "piped",
@@ -25,9 +36,14 @@ export async function denoCheck(url: URL): Promise<{ ok: boolean; output: string
  * Asserts that a fixture fails to compile on exactly its lines marked `// expected error`.
  * @param url The fixture.
  * @param minimum How many marked lines the fixture must have at least.
+ * @param options The configuration to use.
  */
-export async function assertCompileErrors(url: URL, minimum: number): Promise<void> {
-  const { ok, output } = await denoCheck(url);
+export async function assertCompileErrors(
+  url: URL,
+  minimum: number,
+  options: CheckOptions = {},
+): Promise<void> {
+  const { ok, output } = await denoCheck(url, options);
   assert.ok(!ok, "the fixture must not compile");
   const name = url.pathname.split("/").pop()!.replaceAll(".", "\\.");
   const expected = (await Deno.readTextFile(url)).split("\n")

@@ -14,5 +14,14 @@ Deno.test("typed handlers: correct uses and old untyped spellings compile (X-TOO
 });
 
 Deno.test("typed handlers: each misuse of a typed field is a compile error (X-TOOL-02)", async () => {
-  await assertCompileErrors(new URL("./types/typed_wrong.ts", import.meta.url), 10);
+  await assertCompileErrors(new URL("./types/typed_wrong.ts", import.meta.url), 16);
+});
+
+Deno.test("typed resources: the client infers the object type from the constant; the client and adopt() & co. take typed objects outside handlers (issue 30)", async () => {
+  const { ok, output } = await denoCheck(new URL("./types/client_ok.ts", import.meta.url));
+  assert.ok(ok, output);
+});
+
+Deno.test("typed resources: misused fields of what the client reads and writes are compile errors; the short form is for handlers only (issue 30)", async () => {
+  await assertCompileErrors(new URL("./types/client_wrong.ts", import.meta.url), 8);
 });

@@ -76,8 +76,8 @@ export interface FieldOptions<C = never> extends UpdateOptions<C> {
 
 /** A resource-changing handler function. */
 export type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
-/** A handler function with a `field`: its `old`, `new` and `diff` are the field's. */
-export type FieldChanging<S, T> = (context: FieldContext<S, T>) => unknown;
+/** A handler function with a `field`: its `old`, `new` (of type `V`) and `diff` are the field's. */
+export type FieldChanging<S, T, V = unknown> = (context: FieldContext<S, T, V>) => unknown;
 /** An event-watching handler function. */
 export type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
 /** The default type of `spec` and `status`. */

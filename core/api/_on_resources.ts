@@ -16,6 +16,7 @@ import {
 import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
+import type { FieldPathOf, FieldValueOf } from "../structs/typed.ts";
 import {
   type Default,
   type DeleteOptions,
@@ -62,11 +63,15 @@ export function registerChanging(
 }
 
 /** `on.field`: a changing handler of no particular reason, run when its field changes. */
-export function registerField<S = Default, T = Default>(
+export function registerField<
+  S = Default,
+  T = Default,
+  const P extends FieldPathOf<S> = FieldPathOf<S>,
+>(
   spec: ResourceSpec | TypedResource<S>,
-  options: FieldOptions<FieldContext<S, T>>,
-  fn: FieldChanging<S, T>,
-): FieldChanging<S, T> {
+  options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+  fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+): FieldChanging<S, T, FieldValueOf<S, P>> {
   const checked = registrationArgs<FieldOptions<unknown>, HandlerFn<never>>(
     { name: "on.field", keys: OPTION_KEYS["on.field"], resource: true },
     [spec, options, fn, ...[...arguments].slice(3)],
@@ -75,7 +80,7 @@ export function registerField<S = Default, T = Default>(
     throw new TypeError("on.field() needs a field");
   }
   registerChanging(spec, undefined, checked.options, checked.fn);
-  return checked.fn as FieldChanging<S, T>;
+  return checked.fn as FieldChanging<S, T, FieldValueOf<S, P>>;
 }
 
 /** `on.event`: runs for every raw watch event; errors are logged and ignored. */

@@ -26,7 +26,7 @@ import type {
 import type { HandlerFn } from "../intents/handlers.ts";
 import type { ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
-import type { FieldSpec } from "../structs/dicts.ts";
+import type { FieldPathOf, FieldValueOf } from "../structs/typed.ts";
 import { type Activating, type ActivityOptions, activityRegistrar } from "./_on_activities.ts";
 import { type AdmissionOptions, admissionRegistrar, type Admitting } from "./_on_admission.ts";
 import {
@@ -74,11 +74,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  create<S = Default, T = Default>(
+  create<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
     spec: ResourceSpec | TypedResource<S>,
-    options: ChangingOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
-    fn: FieldChanging<S, T>,
-  ): FieldChanging<S, T>;
+    options: ChangingOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>>;
   /**
    * Registers a creation handler: runs for an object that was never handled before (it has
    * no last-handled configuration yet).
@@ -102,11 +102,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  update<S = Default, T = Default>(
+  update<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
     spec: ResourceSpec | TypedResource<S>,
-    options: UpdateOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
-    fn: FieldChanging<S, T>,
-  ): FieldChanging<S, T>;
+    options: UpdateOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>>;
   /**
    * Registers an update handler: runs when the essence (spec, labels, annotations…) of a
    * handled object changed.
@@ -130,11 +130,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  delete<S = Default, T = Default>(
+  delete<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
     spec: ResourceSpec | TypedResource<S>,
-    options: DeleteOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
-    fn: FieldChanging<S, T>,
-  ): FieldChanging<S, T>;
+    options: DeleteOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>>;
   /**
    * Registers a deletion handler: runs when deletion is requested; unless `optional`, a
    * finalizer blocks the deletion until it has finished.
@@ -158,11 +158,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  resume<S = Default, T = Default>(
+  resume<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
     spec: ResourceSpec | TypedResource<S>,
-    options: ResumeOptions<FieldContext<S, T>> & { readonly field: FieldSpec },
-    fn: FieldChanging<S, T>,
-  ): FieldChanging<S, T>;
+    options: ResumeOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>>;
   /**
    * Registers a resuming handler: runs once per object and operator process for objects that
    * were already handled before (no change needed).
@@ -179,19 +179,24 @@ export interface On {
   ): Changing<S, T>;
   /**
    * Registers a field handler: runs when the given field changes (including its appearance at
-   * creation); `old`, `new` and `diff` are the field's.
+   * creation); `old`, `new` and `diff` are the field's. With a typed resource (`Widgets`), a
+   * dotted `field` must be a path of the object's essence (a misspelt one is a type error), and
+   * `old`/`new` have the field's type.
    *
+   * @typeParam S The object type (from a typed resource), or the spec type.
+   * @typeParam T The status type (for a spec type `S`).
+   * @typeParam P The field path, inferred from `options.field`.
    * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
    * @param options The options; `field` is required.
    * @param fn The handler function.
    * @returns The handler function, unchanged.
    * @throws {TypeError} when no field is given.
    */
-  field<S = Default, T = Default>(
+  field<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
     spec: ResourceSpec | TypedResource<S>,
-    options: FieldOptions<FieldContext<S, T>>,
-    fn: FieldChanging<S, T>,
-  ): FieldChanging<S, T>;
+    options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>>;
   /**
    * Registers an event-watching handler: runs for every raw watch event (and every listed
    * object); its errors are logged and ignored, never retried.

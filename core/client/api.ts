@@ -9,11 +9,30 @@
 
 import type { KubeList, KubeObject } from "../structs/objects.ts";
 import { type Resource, resourcePath } from "../structs/resources.ts";
+import type { KubeObjectLike, ObjectOf, TYPED } from "../structs/typed.ts";
 import type { HttpClient } from "./http.ts";
 import type { ByteStream } from "./raw_stream.ts";
 
-/** The resource fields needed to build paths. */
+/**
+ * The resource fields needed to build paths. A typed resource constant from
+ * `kopf generate types` (`Widgets`) is one too, and types the objects of the calls.
+ */
 export type ResourceRef = Pick<Resource, "group" | "version" | "plural" | "namespaced">;
+
+/**
+ * The type of the objects a call returns: `T` when given explicitly (`get<Lease>(…)`), else
+ * the object type of a typed resource constant (`get(Widgets, …)` → `Widget`), else
+ * {@link KubeObject}.
+ */
+export type ResultOf<T, R> = [T] extends [never] ? ObjectOf<R> : T;
+
+/**
+ * The type of the bodies a call accepts: the object type of a typed resource constant (a
+ * misspelt field is a type error), else any object, typed or not.
+ */
+export type BodyFor<R> = R extends { readonly [TYPED]?: infer O }
+  ? unknown extends O ? KubeObjectLike : O extends object ? O : KubeObjectLike
+  : KubeObjectLike;
 
 /** Options shared by all calls. */
 export interface CallOptions {
@@ -106,38 +125,42 @@ export class KubeApi {
   /**
    * Reads one object.
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The object's resource.
    * @param name The object's name.
    * @param options Namespace and signal.
    * @returns The object.
    * @throws {ApiError} 404 NotFound when it does not exist.
    */
-  get<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
+  get<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
     name: string,
     options: CallOptions = {},
-  ): Promise<T> {
+  ): Promise<ResultOf<NoInfer<T>, R>> {
     const path = resourcePath(resource, { namespace: options.namespace, name });
-    return this.http.json<T>({ path, signal: options.signal });
+    return this.http.json<ResultOf<T, R>>({ path, signal: options.signal });
   }
 
   /**
    * Yields the pages of a list, following `continue` tokens until the list is complete.
    * If a continue token expires (410) mid-way, the error propagates: callers relist.
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The resource to list.
    * @param options Namespace, selectors, page size and signal.
    * @returns The pages, each with its items (never `undefined`) and list metadata.
    * @throws {ApiError} as the server answers, e.g. 410 Gone for an expired continue token.
    */
-  async *listPages<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
+  async *listPages<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
     options: ListOptions = {},
-  ): AsyncGenerator<KubeList<T>> {
+  ): AsyncGenerator<KubeList<ResultOf<NoInfer<T>, R>>> {
     const path = resourcePath(resource, { namespace: options.namespace });
     let token: string | undefined;
     do {
-      const page = await this.http.json<KubeList<T>>({
+      const page = await this.http.json<KubeList<ResultOf<T, R>>>({
         path,
         signal: options.signal,
         query: {
@@ -157,17 +180,19 @@ export class KubeApi {
   /**
    * Lists all objects (all pages) as one consistent snapshot.
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The resource to list.
    * @param options Namespace, selectors, page size and signal.
    * @returns Every item and the resourceVersion of the snapshot (to start a watch from).
    */
-  async list<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
+  async list<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
     options: ListOptions = {},
-  ): Promise<{ items: T[]; resourceVersion: string }> {
-    const items: T[] = [];
+  ): Promise<{ items: ResultOf<NoInfer<T>, R>[]; resourceVersion: string }> {
+    const items: ResultOf<T, R>[] = [];
     let resourceVersion = "";
-    for await (const page of this.listPages<T>(resource, options)) {
+    for await (const page of this.listPages<T, R>(resource, options)) {
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     }
@@ -177,20 +202,22 @@ export class KubeApi {
   /**
    * Creates an object.
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The object's resource.
    * @param body The object; its `metadata.namespace` is used when no namespace is given.
    * @param options Namespace and signal.
    * @returns The object as stored.
    * @throws {ApiError} 409 AlreadyExists, 422 Invalid, …
    */
-  create<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
-    body: KubeObject,
+  create<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
+    body: BodyFor<R>,
     options: CallOptions & { readonly backoffDelaysMs?: readonly number[] | undefined } = {},
-  ): Promise<T> {
-    const namespace = options.namespace ?? body.metadata?.namespace;
+  ): Promise<ResultOf<NoInfer<T>, R>> {
+    const namespace = options.namespace ?? (body as KubeObject).metadata?.namespace;
     const path = resourcePath(resource, { namespace });
-    return this.http.json<T>({
+    return this.http.json<ResultOf<T, R>>({
       method: "POST",
       path,
       body,
@@ -202,6 +229,8 @@ export class KubeApi {
   /**
    * Replaces an object (PUT); the body's resourceVersion makes it conditional.
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The object's resource.
    * @param name The object's name.
    * @param body The whole new object.
@@ -209,21 +238,23 @@ export class KubeApi {
    * @returns The object as stored.
    * @throws {ApiError} 409 Conflict when the resourceVersion is outdated.
    */
-  replace<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
+  replace<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
     name: string,
-    body: KubeObject,
+    body: BodyFor<R>,
     options: CallOptions & { subresource?: string } = {},
-  ): Promise<T> {
-    const namespace = options.namespace ?? body.metadata?.namespace;
+  ): Promise<ResultOf<NoInfer<T>, R>> {
+    const namespace = options.namespace ?? (body as KubeObject).metadata?.namespace;
     const path = resourcePath(resource, { namespace, name, subresource: options.subresource });
-    return this.http.json<T>({ method: "PUT", path, body, signal: options.signal });
+    return this.http.json<ResultOf<T, R>>({ method: "PUT", path, body, signal: options.signal });
   }
 
   /**
    * Patches an object or its subresource with a merge patch (default), a JSON patch or a
    * strategic merge patch (built-in resources only).
    *
+   * @typeParam T The objects' type when given explicitly (`get<Lease>(…)`); else inferred.
+   * @typeParam R The resource reference; a typed resource constant types the objects.
    * @param resource The object's resource.
    * @param name The object's name.
    * @param patch The patch body, as the chosen patch type expects it.
@@ -231,19 +262,19 @@ export class KubeApi {
    * @returns The object as stored after the patch.
    * @throws {ApiError} 404 NotFound, 422 Invalid (e.g. a failed JSON-patch `test`), …
    */
-  patch<T extends KubeObject = KubeObject>(
-    resource: ResourceRef,
+  patch<T extends KubeObjectLike = never, R extends ResourceRef = ResourceRef>(
+    resource: R,
     name: string,
     patch: unknown,
     options: PatchOptions = {},
-  ): Promise<T> {
+  ): Promise<ResultOf<NoInfer<T>, R>> {
     const path = resourcePath(resource, {
       namespace: options.namespace,
       name,
       subresource: options.subresource,
     });
     const contentType = PATCH_CONTENT[options.type ?? "merge"];
-    return this.http.json<T>({
+    return this.http.json<ResultOf<T, R>>({
       method: "PATCH",
       path,
       body: patch,

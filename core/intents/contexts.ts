@@ -175,16 +175,23 @@ export type OldNewOf<S> = IsTypedObject<S> extends true ? EssenceOf<S> | undefin
 
 /**
  * What handlers with a `field` receive (`on.field`, and `on.create/update/delete/resume` with
- * the `field` option): `old`, `new` and `diff` are the field's, hence untyped.
+ * the `field` option): `old`, `new` and `diff` are the field's. `old` and `new` have the field's
+ * type when a typed resource names the field by a dotted path (`{ field: "spec.color" }` of
+ * `Widgets`: `string | undefined`), else `unknown`.
+ *
+ * @typeParam Value The type of `old` and `new` (see `FieldValueOf`).
  */
-export interface FieldContext<Spec = Record<string, unknown>, Status = Record<string, unknown>>
-  extends Omit<ChangingContext<Spec, Status>, "old" | "new" | "diff"> {
+export interface FieldContext<
+  Spec = Record<string, unknown>,
+  Status = Record<string, unknown>,
+  Value = unknown,
+> extends Omit<ChangingContext<Spec, Status>, "old" | "new" | "diff"> {
   /** The field's changes since the last handled state. */
   readonly diff: Diff;
-  /** The old value of the field. */
-  readonly old: unknown;
-  /** The new value of the field. */
-  readonly new: unknown;
+  /** The old value of the field; `undefined` when it had none. */
+  readonly old: Value;
+  /** The new value of the field; `undefined` when it has none. */
+  readonly new: Value;
 }
 
 /** What admission handlers (on.validate, on.mutate) receive. */

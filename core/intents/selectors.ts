@@ -57,7 +57,12 @@ const VERSION = /^v\d+(?:(?:alpha|beta)\d+)?$/;
 export function parseSelector(spec: ResourceSpec): SelectorFields {
   if (spec === EVERYTHING) return { everything: true };
   if (typeof spec === "string") return parseName(spec);
-  if (!Array.isArray(spec)) return spec as SelectorFields;
+  if (!Array.isArray(spec)) {
+    // A full typed resource reference (`typedResource({…, namespaced})`) also says the scope,
+    // which is not a selector field.
+    const { namespaced: _, ...fields } = spec as SelectorFields & { namespaced?: unknown };
+    return fields;
+  }
   const parts = spec as readonly (string | typeof EVERYTHING)[];
   const last = parts[parts.length - 1];
   const named = last === EVERYTHING

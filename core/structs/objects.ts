@@ -114,7 +114,7 @@ export function objectFields(body: KubeObject): ObjectFields {
 }
 
 /** A list answer (`…List` kind). */
-export interface KubeList<T extends KubeObject = KubeObject> {
+export interface KubeList<T = KubeObject> {
   /** `…List` kind. */
   kind?: string;
   /** `group/version`. */

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { FieldSpec } from "./dicts.ts";
 import type { Diff, DiffOperation } from "./diffs.ts";
 import type { Patch } from "./patches.ts";
 import type { KubeObject, ObjectMeta } from "./objects.ts";
@@ -121,3 +122,70 @@ export type TypedPatch<Spec, Status> = Omit<Patch, "spec" | "status"> & {
 /** The type of `patch` for a handler's type arguments: typed for typed objects. */
 export type PatchOf<S, T> = IsTypedObject<S> extends true ? TypedPatch<SpecOf<S>, StatusOf<S, T>>
   : Patch;
+
+/**
+ * Any Kubernetes object, typed or not: a {@link KubeObject}, or an interface without an index
+ * signature — a generated `Widget`, a built-in `Pod` — which `KubeObject` does not accept. The
+ * client and the hierarchy functions take it wherever they take an object.
+ */
+export type KubeObjectLike = KubeObject | TypedObject<unknown, unknown>;
+
+/**
+ * The object type that a resource reference carries: the type argument of a typed resource
+ * constant (`Widgets` → `Widget`), else {@link KubeObject}.
+ *
+ * @typeParam R A resource reference (a typed resource constant, or any `{ group, version, … }`).
+ */
+export type ObjectOf<R> = R extends { readonly [TYPED]?: infer O }
+  ? unknown extends O ? KubeObject : O extends object ? O : KubeObject
+  : KubeObject;
+
+/**
+ * The dotted paths into a type, as field handlers name fields (`"spec.color"`): every key of
+ * every nested object, to a depth of 10; a map (index signature) or an untyped value accepts
+ * any key below it (`"metadata.labels.${string}"`). Arrays are leaves (Kopf resolves fields
+ * through objects only), and keys with a dot cannot be written dotted (use the array form).
+ */
+export type DottedPath<T, D extends number = 10> = [D] extends [never] ? never
+  : unknown extends T ? string
+  : T extends readonly unknown[] ? never
+  : T extends object ? {
+      [K in keyof T & string]-?: K extends `${string}.${string}` ? never
+        :
+          | `${K}`
+          | `${K}.${DottedPath<NonNullable<T[K]>, [never, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9][D]>}`;
+    }[keyof T & string]
+  : never;
+
+/**
+ * The type of the value at a dotted path (see {@link DottedPath}): `unknown` for paths the type
+ * does not describe. Optional fields on the way make the value possibly `undefined`.
+ */
+export type DottedValue<T, P extends string> = unknown extends T ? unknown
+  : P extends `${infer H}.${infer R}`
+    ? H extends keyof NonNullable<T>
+      ? DottedValue<NonNullable<T>[H], R> | (undefined extends T ? undefined : never)
+    : unknown
+  : P extends keyof NonNullable<T> ? NonNullable<T>[P] | (undefined extends T ? undefined : never)
+  : unknown;
+
+/**
+ * The field paths that field handlers of a typed object can watch: the dotted paths into the
+ * object's essence (`spec…`, `metadata.labels…`, `metadata.annotations…`, other top-level
+ * fields; not `status`, which no change of the essence includes), or the array form (unchecked).
+ * Any field spec for objects that are not typed.
+ */
+export type FieldPathOf<S> = IsTypedObject<S> extends true
+  ? DottedPath<EssenceOf<S>> | readonly string[]
+  : FieldSpec;
+
+/**
+ * The type of a field handler's `old` and `new`: the type of the field at `P` in a typed
+ * object's essence (or `undefined`: the field may be absent), `unknown` for untyped objects,
+ * array-form paths and paths that are not one literal.
+ */
+export type FieldValueOf<S, P> = IsTypedObject<S> extends true
+  ? P extends string
+    ? [FieldPathOf<S>] extends [P] ? unknown : DottedValue<EssenceOf<S>, P> | undefined
+  : unknown
+  : unknown;

@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { KubeObject } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 import { label } from "./labels.ts";
 import { harmonizeNaming, resolveName } from "./naming.ts";
 import { adjustNamespace } from "./namespaces.ts";
@@ -69,7 +69,7 @@ export interface AdoptOptions {
  */
 export function adopt(
   objs: KubeObjects,
-  owner?: KubeObject | null,
+  owner?: KubeObjectLike | null,
   options: AdoptOptions = {},
 ): void {
   owner = requireOwner(owner, "adopt");

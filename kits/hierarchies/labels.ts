@@ -5,7 +5,7 @@
 
 import { handledObject } from "../../core/actions/handled_object.ts";
 import { isMapping } from "../../core/structs/dicts.ts";
-import type { KubeObject } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 import {
   collect,
   type KubeObjects,
@@ -32,7 +32,7 @@ export interface LabelOptions {
    * Where to take the labels from when none are given explicitly (its `metadata.labels`).
    * Default: the object being handled, inside a handler.
    */
-  owner?: KubeObject | undefined;
+  owner?: KubeObjectLike | undefined;
   /** Overwrite labels that the objects already have. Default: `false` (existing values stay). */
   forced?: boolean | undefined;
   /** Also label these nested structures, if present (absent ones are not created). */

@@ -5,7 +5,7 @@
 
 import { handledObject } from "../../core/actions/handled_object.ts";
 import { isMapping } from "../../core/structs/dicts.ts";
-import type { KubeObject } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 import { absent, collect, type KubeObjects, metadataField, metadataOf } from "./objects.ts";
 
 /**
@@ -24,7 +24,7 @@ export interface NamespaceOptions {
    * Where to take the namespace from when none is given explicitly (its `metadata.namespace`).
    * Default: the object being handled, inside a handler.
    */
-  owner?: KubeObject | undefined;
+  owner?: KubeObjectLike | undefined;
   /** Overwrite the namespace that objects already have. Default: `false`. */
   forced?: boolean | undefined;
 }

@@ -5,7 +5,7 @@
 
 import { handledObject } from "../../core/actions/handled_object.ts";
 import { isMapping } from "../../core/structs/dicts.ts";
-import type { KubeObject } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 import { absent, collect, type KubeObjects, metadataField, metadataOf } from "./objects.ts";
 
 /**
@@ -24,7 +24,7 @@ export interface NamingOptions {
    * Where to take the name from when none is given explicitly (its `metadata.name`).
    * Default: the object being handled, inside a handler.
    */
-  owner?: KubeObject | undefined;
+  owner?: KubeObjectLike | undefined;
   /**
    * Rename objects that already have a `name` or `generateName`. Default: `false` (they keep
    * theirs).
@@ -93,7 +93,7 @@ export function harmonizeNaming(
 /** The explicit name, else the owner's `metadata.name`; there must be one of them. */
 export function resolveName(
   name: string | null | undefined,
-  owner: KubeObject | undefined,
+  owner: KubeObjectLike | undefined,
 ): string {
   if (!absent(name)) return name;
   const guessed = owner === undefined ? undefined : metadataField(owner, "name");

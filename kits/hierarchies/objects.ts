@@ -5,7 +5,7 @@
  */
 
 import { type FieldSpec, isMapping, parseField } from "../../core/structs/dicts.ts";
-import type { KubeObject } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 
 /**
  * One object or several: an iterable (usually an array) of objects or of further iterables;
@@ -21,8 +21,8 @@ import type { KubeObject } from "../../core/structs/objects.ts";
  * ```
  */
 export type KubeObjects =
-  | KubeObject
-  | Iterable<KubeObject | Iterable<KubeObject | null | undefined> | null | undefined>;
+  | KubeObjectLike
+  | Iterable<KubeObjectLike | Iterable<KubeObjectLike | null | undefined> | null | undefined>;
 
 /**
  * Nested structures that are treated like objects of their own (e.g. pod templates): one
@@ -116,7 +116,7 @@ export function mappingField(obj: Record<string, unknown>, key: string): Record<
 }
 
 /** A field of the owner's metadata, or `undefined`. */
-export function metadataField(owner: KubeObject, key: string): unknown {
+export function metadataField(owner: KubeObjectLike, key: string): unknown {
   const meta = owner.metadata;
   return isMapping(meta) && Object.hasOwn(meta, key) ? meta[key] : undefined;
 }

@@ -5,7 +5,8 @@
 
 import { handledObject } from "../../core/actions/handled_object.ts";
 import { isMapping } from "../../core/structs/dicts.ts";
-import type { KubeObject, OwnerReference } from "../../core/structs/objects.ts";
+import type { OwnerReference } from "../../core/structs/objects.ts";
+import type { KubeObjectLike } from "../../core/structs/typed.ts";
 import { absent, collect, describe, type KubeObjects, metadataOf } from "./objects.ts";
 
 /**
@@ -56,7 +57,7 @@ export interface OwnerReferenceOptions {
  * ```
  */
 export function buildOwnerReference(
-  body: KubeObject,
+  body: KubeObjectLike,
   options: OwnerReferenceOptions = {},
 ): Partial<OwnerReference> {
   const meta = isMapping(body.metadata) ? body.metadata : {};
@@ -106,7 +107,7 @@ export function buildOwnerReference(
  */
 export function appendOwnerReference(
   objs: KubeObjects,
-  owner?: KubeObject | null,
+  owner?: KubeObjectLike | null,
   options: OwnerReferenceOptions = {},
 ): void {
   const ref = buildOwnerReference(requireOwner(owner, "appendOwnerReference"), options);
@@ -142,7 +143,7 @@ export function appendOwnerReference(
  * // child.metadata.ownerReferences: []
  * ```
  */
-export function removeOwnerReference(objs: KubeObjects, owner?: KubeObject | null): void {
+export function removeOwnerReference(objs: KubeObjects, owner?: KubeObjectLike | null): void {
   const ref = buildOwnerReference(requireOwner(owner, "removeOwnerReference"));
   const uid = requireUid(ref, "remove");
   for (const obj of collect(objs)) {
@@ -173,7 +174,10 @@ function ownerReferencesOf(obj: Record<string, unknown>, create: boolean): unkno
 }
 
 /** The explicit owner, else the object being handled (Kopf's implicit owner). */
-export function requireOwner(owner: KubeObject | null | undefined, what: string): KubeObject {
+export function requireOwner(
+  owner: KubeObjectLike | null | undefined,
+  what: string,
+): KubeObjectLike {
   const real = owner ?? handledObject();
   if (real !== undefined) return real;
   throw new TypeError(

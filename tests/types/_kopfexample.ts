@@ -6,6 +6,10 @@ export interface KopfExampleSpec {
   field?: string;
   items?: string[];
   duration?: number | string;
+  nested?: {
+    size: number;
+    color?: "red" | "blue";
+  };
 }
 
 export interface KopfExampleStatus {
@@ -25,5 +29,13 @@ export interface KopfExample extends TypedObject<KopfExampleSpec, KopfExampleSta
 
 export interface Closed extends TypedObject<KopfExampleSpec, ClosedStatus> {}
 
-export const KopfExamples = typedResource<KopfExample>("kopf.dev", "v1", "kopfexamples");
+// The full form, as generated: handlers and the client take it.
+export const KopfExamples = typedResource<KopfExample>({
+  group: "kopf.dev",
+  version: "v1",
+  plural: "kopfexamples",
+  kind: "KopfExample",
+  namespaced: true,
+});
+// The short form: for handlers only.
 export const ClosedOnes = typedResource<Closed>("kopf.dev", "v1", "kopfexamples");

@@ -49,6 +49,21 @@ on.timer(ClosedOnes, { interval: 1 }, ({ patch }) => {
 index(KopfExamples, ({ spec, name }) => ({ [name ?? ""]: spec.field }));
 on.index<KopfExample>("kopfexamples", ({ spec }) => spec.items);
 
+// Field handlers of a typed resource: `old`/`new` have the type of the field at the path.
+on.field(KopfExamples, { field: "spec.field" }, ({ old, new: now }) => [text(old), text(now)]);
+on.field(KopfExamples, { field: "spec.nested.size" }, ({ new: now }) => nums(now));
+on.field(KopfExamples, { field: "spec.nested.color", new: "red" }, ({ new: now }) => {
+  const color: "red" | "blue" | undefined = now;
+  return color;
+});
+on.field(KopfExamples, { field: "metadata.labels.app" }, ({ old }) => text(old));
+on.update(KopfExamples, { field: "spec.duration" }, ({ new: now }) => {
+  return typeof now === "string" ? text(now) : nums(now);
+});
+on.create(KopfExamples, { field: "spec.items" }, ({ new: now }) => now?.map((item) => text(item)));
+on.field(KopfExamples, { field: ["spec", "anything"] }, ({ new: now }) => now); // unchecked form
+on.field<KopfExample>("kopfexamples", { field: "spec.field" }, ({ old }) => old);
+
 // Old spellings keep compiling: a spec type, spec and status types, annotated contexts.
 interface Spec {
   field: string;

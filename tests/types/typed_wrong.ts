@@ -22,3 +22,10 @@ on.field(KopfExamples, { field: "spec.items" }, ({ spec }) => spec.itmes); // ex
 // Admission requests may lack both (generateName, a creation's uid): still string | undefined.
 on.validate(KopfExamples, ({ name }) => name.length); // expected error
 on.mutate(KopfExamples, ({ uid }) => uid.length); // expected error
+// Field paths of typed resources are checked, and `old`/`new` typed by them.
+on.field(KopfExamples, { field: "spec.feild" }, () => {}); // expected error
+on.field(KopfExamples, { field: "spec.nested.colour" }, () => {}); // expected error
+on.field(KopfExamples, { field: "status.message" }, () => {}); // expected error
+on.field(KopfExamples, { field: "spec.nested.size" }, ({ new: now }) => now?.toUpperCase()); // expected error
+on.field(KopfExamples, { field: "spec.field" }, ({ old }) => old.length); // expected error
+on.update(KopfExamples, { field: "spec.nested.size" }, ({ old }) => old?.toUpperCase()); // expected error

@@ -23,6 +23,8 @@ export interface BuiltinKind {
   readonly kind: string;
   /** Plural (the resource). */
   readonly plural: string;
+  /** Whether the objects live in namespaces. @default true */
+  readonly namespaced?: boolean;
   /** The typed resource constant's name. */
   readonly constant: string;
 }
@@ -34,7 +36,14 @@ export const BUILTIN_KINDS: readonly BuiltinKind[] = [
   { group: "", version: "v1", kind: "ConfigMap", plural: "configmaps", constant: "ConfigMaps" },
   { group: "", version: "v1", kind: "Secret", plural: "secrets", constant: "Secrets" },
   { group: "", version: "v1", kind: "Event", plural: "events", constant: "Events" },
-  { group: "", version: "v1", kind: "Namespace", plural: "namespaces", constant: "Namespaces" },
+  {
+    group: "",
+    version: "v1",
+    kind: "Namespace",
+    plural: "namespaces",
+    namespaced: false,
+    constant: "Namespaces",
+  },
   {
     group: "apps",
     version: "v1",
@@ -249,12 +258,14 @@ export async function generateBuiltins(
     const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
     text += [
       "",
-      `/** The \`${kind.plural}\` resource (\`${apiVersion}\`), typed: \`on.create(${kind.constant}, …)\`. */`,
-      `export const ${kind.constant}: TypedResource<${title}> = typedResource<${title}>(`,
-      `  ${JSON.stringify(kind.group)},`,
-      `  ${JSON.stringify(kind.version)},`,
-      `  ${JSON.stringify(kind.plural)},`,
-      `);`,
+      `/** The \`${kind.plural}\` resource (\`${apiVersion}\`), typed, for handlers and the client. */`,
+      `export const ${kind.constant}: TypedResourceRef<${title}> = typedResource<${title}>({`,
+      `  group: ${JSON.stringify(kind.group)},`,
+      `  version: ${JSON.stringify(kind.version)},`,
+      `  plural: ${JSON.stringify(kind.plural)},`,
+      `  kind: ${JSON.stringify(kind.kind)},`,
+      `  namespaced: ${kind.namespaced ?? true},`,
+      `});`,
       "",
     ].join("\n");
   }
@@ -264,8 +275,8 @@ export async function generateBuiltins(
     `import {`,
     `  type ObjectMeta,`,
     `  type TypedObject,`,
-    `  type TypedResource,`,
     `  typedResource,`,
+    `  type TypedResourceRef,`,
     `} from ${JSON.stringify(options.importFrom)};`,
     "",
     text,

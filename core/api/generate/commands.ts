@@ -5,6 +5,7 @@
  * @module
  */
 
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
 import { CRD_RESOURCE } from "../../client/discovery.ts";
@@ -123,7 +124,7 @@ async function generateTypesCommand(args: readonly string[], io: ToolingIo): Pro
     io.output(GENERATE_USAGE);
     return 0;
   }
-  const { generateTypes, readCrdFiles } = await import("./types.ts");
+  const { configuredLineWidth, generateTypes, readCrdFiles } = await import("./types.ts");
   let crds: KubeObject[];
   if (o["from-cluster"]) {
     crds = await clusterCrds(parsed.positionals, o.kubeconfig ?? io.kubeconfig, o.context);
@@ -133,9 +134,13 @@ async function generateTypesCommand(args: readonly string[], io: ToolingIo): Pro
     }
     crds = await readCrdFiles(parsed.positionals);
   }
+  // Formatted as the project that gets the file formats it (its deno.json).
+  const configDir = o.output ? dirname(resolve(o.output)) : Deno.cwd();
   const text = await generateTypes(crds, {
     importFrom: o.import ?? "@kopf/ts",
     command: ["kopf generate types", ...args].join(" "),
+    lineWidth: await configuredLineWidth(configDir),
+    configDir,
   });
   if (o.output) {
     await Deno.writeTextFile(o.output, text);

@@ -164,10 +164,11 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
     await generateTypes([crd], {
       importFrom: "@kopf/ts",
       command: `kopf generate types ${crdPath} -o types.ts`,
+      lineWidth: 100, // the project's fmt.lineWidth (deno.json above), as `deno task types` does
     }),
   );
   files.set("handlers.ts", handlersTs(kind, constant));
-  files.set("handlers_test.ts", testTs(group, kind, plural, crdPath));
+  files.set("handlers_test.ts", testTs(group, kind, constant, crdPath));
   files.set("deploy/rbac.yaml", rbacYaml(crd, group, singular, plural, name, rbacArgs));
   files.set("deploy/deployment.yaml", deploymentYaml(name));
   files.set(
@@ -461,17 +462,18 @@ on.delete(${constant}, function delete_${kind.toLowerCase()}({ name, logger }) {
 `;
 }
 
-function testTs(group: string, kind: string, plural: string, crdPath: string): string {
+function testTs(group: string, kind: string, constant: string, crdPath: string): string {
+  const handled = `create_${kind.toLowerCase()}`;
   return `/**
  * The operator tested without a cluster: the in-memory emulator serves the Kubernetes API,
  * \`KopfRunner\` runs the operator in this process. \`deno task test\`.
  */
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import { KubeClient, loadKubeconfig } from "@kopf/ts";
 import { Emulator } from "@kopf/ts/emulator";
 import { KopfRunner } from "@kopf/ts/testing";
-
-const RESOURCE = { group: "${group}", version: "v1", plural: "${plural}", namespaced: true };
+import { type ${kind}, ${constant} } from "./types.ts";
 
 Deno.test({
   name: "the operator handles a ${kind}'s creation, change and deletion",
@@ -489,23 +491,26 @@ Deno.test({
     });
     await runner.ready;
 
-    const body = {
+    // The typed resource from types.ts types what the client writes and reads: no casts.
+    const body: ${kind} = {
       apiVersion: "${group}/v1",
       kind: "${kind}",
       metadata: { name: "first" },
       spec: { size: "small", replicas: 2 },
     };
-    await client.api.create(RESOURCE, body, { namespace: "default" });
+    await client.api.create(${constant}, body, { namespace: "default" });
     await runner.waitFor(/${kind} first created: small, 2 replica\\(s\\)\\./);
     await eventually(async () => {
-      const live = await client.api.get(RESOURCE, "first", { namespace: "default" });
-      const status = live.status as Record<string, { replicas?: number }> | undefined;
-      return status?.create_${kind.toLowerCase()}?.replicas === 2;
+      const live = await client.api.get(${constant}, "first", { namespace: "default" });
+      return isDeepStrictEqual(live.status?.${handled}, { replicas: 2 });
     });
 
-    await client.api.patch(RESOURCE, "first", { spec: { replicas: 3 } }, { namespace: "default" });
+    const changed = await client.api.patch(${constant}, "first", { spec: { replicas: 3 } }, {
+      namespace: "default",
+    });
+    assert.equal(changed.spec?.replicas, 3);
     await runner.waitFor(/Changed: .*replicas/);
-    await client.api.delete(RESOURCE, "first", { namespace: "default" });
+    await client.api.delete(${constant}, "first", { namespace: "default" });
     await runner.waitFor(/${kind} first deleted; cleaning up\\./);
     await runner.stop();
     assert.equal(runner.exitCode, 0);

@@ -7,8 +7,15 @@
  * `x-kubernetes-preserve-unknown-fields` → open records (`[k: string]: unknown`), objects with
  * listed properties → closed (the API server prunes unknown fields), `nullable` → `| null`,
  * embedded resources → objects with apiVersion/kind/metadata; `format` goes into the doc
- * comment. Each served version becomes an interface extending `TypedObject<Spec, Status>` and a
- * typed resource constant (`KopfExamples`), which handlers take instead of a resource name.
+ * comment; objects that allow no field become `Record<string, never>` (not `{}`, which means
+ * "anything but null"). Each served version becomes an interface extending
+ * `TypedObject<Spec, Status>` and a typed resource constant (`KopfExamples`): a full resource
+ * reference (group, version, plural, kind, scope), which handlers take instead of a resource name
+ * and the client takes to type what it reads and writes.
+ *
+ * The module is formatted by `deno fmt` when the running Deno can do it (as configured by the
+ * project's `deno.json`, or at a given line width), so it is `deno fmt --check`-clean; otherwise
+ * it is laid out as `deno fmt` would at that width for usual names.
  * @module
  */
 
@@ -24,6 +31,15 @@ export interface GenerateTypesOptions {
   readonly importFrom: string;
   /** The command line to name in the header comment. */
   readonly command?: string;
+  /** The line width to lay the module out for (without `configDir`). @default 80 */
+  readonly lineWidth?: number;
+  /**
+   * The directory whose `deno.json` configures `deno fmt` for the module (the project's); without
+   * it, `deno fmt` runs without a configuration, at `lineWidth`.
+   */
+  readonly configDir?: string;
+  /** Whether to run `deno fmt` over the module when the running Deno can. @default true */
+  readonly denoFmt?: boolean;
 }
 
 /** One CRD version to emit. */
@@ -32,6 +48,8 @@ interface Target {
   readonly version: string;
   readonly kind: string;
   readonly plural: string;
+  /** Whether the objects live in namespaces (`scope: Namespaced`). */
+  readonly namespaced: boolean;
   /** The type name: the kind, plus the version for versions other than the storage one. */
   readonly name: string;
   /** The constant's name: the plural in PascalCase (plus the version likewise). */
@@ -95,6 +113,12 @@ export function toJsonSchema(node: SchemaNode): SchemaNode {
       out.additionalProperties = toJsonSchema(node.additionalProperties);
     } else if (node.additionalProperties === true) out.additionalProperties = true;
     else out.additionalProperties = false; // pruned by the API server
+    if (!out.properties && out.additionalProperties === false) {
+      // `{}` would mean "anything but null" (and fails `deno lint`): nothing is allowed here.
+      out.tsType = node.nullable === true
+        ? "Record<string, never> | null"
+        : "Record<string, never>";
+    }
   }
   // allOf/anyOf/oneOf/not only validate in structural schemas: the types come from `type`.
   return out;
@@ -129,6 +153,7 @@ function targetsOf(crd: KubeObject): Target[] {
       version,
       kind: names.kind!,
       plural: names.plural!,
+      namespaced: spec.scope !== "Cluster",
       name: names.kind! + suffix,
       constant: base + suffix,
       schema: isNode(schema)
@@ -148,29 +173,55 @@ async function compiler(): Promise<Compile> {
   return module.compile as unknown as Compile;
 }
 
-const COMPILE_OPTIONS = {
-  bannerComment: "",
-  additionalProperties: false,
-  declareExternallyReferenced: true,
-  unknownAny: true,
-  format: true,
-  style: { printWidth: 100, semi: true, singleQuote: false, trailingComma: "all" },
-};
+/** The compiler's options for a line width. */
+function compileOptions(width: number): Record<string, unknown> {
+  return {
+    bannerComment: "",
+    additionalProperties: false,
+    declareExternallyReferenced: true,
+    unknownAny: true,
+    format: true,
+    style: { printWidth: width, semi: true, singleQuote: false, trailingComma: "all" },
+  };
+}
 
 /** Compiles one named part (spec or status) of an object's schema. */
-async function part(compile: Compile, schema: unknown, name: string): Promise<string> {
+async function part(
+  compile: Compile,
+  schema: unknown,
+  name: string,
+  width: number,
+): Promise<string> {
   if (!isNode(schema)) {
     return `/** Not described by the schema. */\nexport type ${name} = Record<string, unknown>;\n`;
   }
   const node = toJsonSchema(schema);
   delete node.title;
-  if (node.type !== "object" && node.properties === undefined) {
-    return `export type ${name} = ${node.tsType ?? "unknown"};\n`;
+  if ((node.type !== "object" && node.properties === undefined) || node.tsType !== undefined) {
+    const doc = typeof node.description === "string" ? docComment(node.description) : "";
+    return `${doc}export type ${name} = ${node.tsType ?? "unknown"};\n`;
   }
-  return await compile(node, name, COMPILE_OPTIONS);
+  return await compile(node, name, compileOptions(width));
 }
 
-async function emit(compile: Compile, target: Target): Promise<string> {
+/** A doc comment as the compiler writes them. */
+function docComment(text: string): string {
+  const lines = text.replaceAll("*/", "* /").split("\n");
+  return ["/**", ...lines.map((line) => line ? ` * ${line}` : " *"), " */", ""].join("\n");
+}
+
+/**
+ * The first line of the object's interface, laid out as `deno fmt` does at the width: on one
+ * line, else with `extends` on the next line, else with the base type below `extends`.
+ */
+function interfaceHeader(name: string, base: string, width: number): string {
+  const one = `export interface ${name} extends ${base} {`;
+  if (one.length <= width) return one;
+  if (`  extends ${base} {`.length <= width) return `export interface ${name}\n  extends ${base} {`;
+  return `export interface ${name}\n  extends\n    ${base} {`;
+}
+
+async function emit(compile: Compile, target: Target, width: number): Promise<string> {
   const root = target.schema;
   const props = isNode(root.properties) ? root.properties : {};
   const spec = `${target.name}Spec`;
@@ -195,23 +246,29 @@ async function emit(compile: Compile, target: Target): Promise<string> {
     required: [],
   });
   object.additionalProperties = false;
-  let main = await compile(object, target.name, COMPILE_OPTIONS);
+  delete object.tsType;
+  let main = await compile(object, target.name, compileOptions(width));
   const header = `export interface ${target.name} {`;
   if (!main.includes(header)) throw new Error(`Unexpected compiler output for ${target.name}`);
   main = main.replace(
     header,
-    `export interface ${target.name} extends TypedObject<${spec}, ${status}> {`,
+    interfaceHeader(target.name, `TypedObject<${spec}, ${status}>`, width),
   );
+  const call = `export const ${target.constant} = typedResource<${target.name}>({`;
   return [
     main,
-    await part(compile, props.spec, spec),
-    await part(compile, props.status, status),
-    `/** The \`${target.plural}\` resource (\`${apiVersion}\`), typed: \`on.create(${target.constant}, …)\`. */`,
-    `export const ${target.constant}: TypedResource<${target.name}> = typedResource<${target.name}>(`,
-    `  ${JSON.stringify(target.group)},`,
-    `  ${JSON.stringify(target.version)},`,
-    `  ${JSON.stringify(target.plural)},`,
-    `);`,
+    await part(compile, props.spec, spec, width),
+    await part(compile, props.status, status, width),
+    `/** The \`${target.plural}\` resource (\`${apiVersion}\`), typed, for handlers and the client. */`,
+    call.length <= width
+      ? call
+      : `export const ${target.constant} = typedResource<\n  ${target.name}\n>({`,
+    `  group: ${JSON.stringify(target.group)},`,
+    `  version: ${JSON.stringify(target.version)},`,
+    `  plural: ${JSON.stringify(target.plural)},`,
+    `  kind: ${JSON.stringify(target.kind)},`,
+    `  namespaced: ${target.namespaced},`,
+    `});`,
     "",
   ].join("\n");
 }
@@ -219,10 +276,10 @@ async function emit(compile: Compile, target: Target): Promise<string> {
 /**
  * Generates the TypeScript module for the given CRDs: per served version an interface
  * extending `TypedObject<Spec, Status>`, its `Spec` and `Status` types, and a typed resource
- * constant.
+ * constant (a full resource reference: group, version, plural, kind, scope).
  *
  * @param crds CustomResourceDefinition objects.
- * @param options Where the generated file imports the framework from.
+ * @param options Where the generated file imports the framework from, and its formatting.
  * @returns The module's text.
  * @throws {Error} for objects that are not CRDs or CRDs without names or served versions.
  */
@@ -230,6 +287,7 @@ export async function generateTypes(
   crds: readonly KubeObject[],
   options: GenerateTypesOptions,
 ): Promise<string> {
+  const width = options.lineWidth ?? 80;
   const compile = await compiler();
   const targets = crds.flatMap(targetsOf);
   const seen = new Set<string>();
@@ -239,15 +297,75 @@ export async function generateTypes(
     }
     seen.add(target.name);
   }
+  const from = JSON.stringify(options.importFrom);
+  // Sorted as `deno fmt` sorts them (by name, ignoring case and `type`).
+  const names = ["type TypedObject", "typedResource"];
+  const imports = `import { ${names.join(", ")} } from ${from};`;
   const parts = [
     `// Generated by \`${options.command ?? "kopf generate types"}\`. Do not edit: generate again.`,
-    `import { type TypedObject, type TypedResource, typedResource } from ${
-      JSON.stringify(options.importFrom)
-    };`,
+    imports.length <= width
+      ? imports
+      : `import {\n${names.map((name) => `  ${name},\n`).join("")}} from ${from};`,
     "",
   ];
-  for (const target of targets) parts.push(await emit(compile, target));
-  return parts.join("\n").replace(/\n{3,}/g, "\n\n");
+  for (const target of targets) parts.push(await emit(compile, target, width));
+  const text = parts.join("\n").replace(/\n{3,}/g, "\n\n");
+  return options.denoFmt === false ? text : await denoFmt(text, width, options.configDir);
+}
+
+/**
+ * Formats TypeScript with the running Deno's `deno fmt` (as configured in `configDir`, else
+ * with no configuration at `width`). Where that cannot run (a compiled binary, no permission to
+ * run programs, a broken configuration), the text is returned as it is.
+ */
+async function denoFmt(text: string, width: number, configDir?: string): Promise<string> {
+  if (!/(^|[\/\\])deno(\.exe)?$/.test(Deno.execPath())) return text;
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: configDir === undefined
+        ? ["fmt", "--no-config", `--line-width=${width}`, "--ext=ts", "-"]
+        : ["fmt", "--ext=ts", "-"],
+      ...(configDir === undefined ? {} : { cwd: configDir }),
+      env: { NO_COLOR: "1" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(text));
+    await writer.close();
+    const result = await child.output();
+    const formatted = new TextDecoder().decode(result.stdout);
+    return result.success && formatted.trim() ? formatted : text;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The `fmt.lineWidth` of the Deno configuration that applies in a directory (the nearest
+ * `deno.json` or `deno.jsonc` there or above), else Deno's default, 80.
+ *
+ * @param dir The directory.
+ * @returns The line width.
+ */
+export async function configuredLineWidth(dir: string): Promise<number> {
+  let current = dir.replace(/[\/\\]+$/, "") || "/";
+  for (;;) {
+    for (const name of ["deno.json", "deno.jsonc"]) {
+      let text: string;
+      try {
+        text = await Deno.readTextFile(`${current}/${name}`);
+      } catch {
+        continue;
+      }
+      const width = /"lineWidth"\s*:\s*(\d+)/.exec(text)?.[1];
+      return width ? Number(width) : 80;
+    }
+    const parent = current.replace(/[\/\\][^\/\\]*$/, "") || "/";
+    if (parent === current) return 80;
+    current = parent;
+  }
 }
 
 /**
