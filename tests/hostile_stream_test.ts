@@ -2,11 +2,12 @@
  * Hostile API servers and proxies, and unsafe connections: a watch answered with endless bytes
  * and no newline must end in one clear error, a reconnect, and bounded memory (the stream is
  * closed early, not read to the end), through the whole client (HTTP pool, `KubeApi`,
- * `watcher()`); a kubeconfig that turns off the server's certificate check is obeyed with one
- * warning per operator run.
+ * `watcher()`); a kubeconfig without the server's CA that turns off the certificate check is
+ * obeyed (requests and watches) with one warning per operator run.
  */
 
 import assert from "node:assert/strict";
+import { openSocket } from "../core/client/_sockets.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { NO_CREDENTIALS } from "../core/client/connection.ts";
 import { watcher, type WatcherEvent, WatchLineTooLongError } from "../core/client/watching.ts";
@@ -115,9 +116,12 @@ Deno.test(
     const config = parse(await Deno.readTextFile(plane.kubeconfigPath)) as {
       clusters: { cluster: Record<string, unknown> }[];
     };
-    // The CA stays: Deno verifies the certificate anyway, unless it runs with the process-wide
-    // --unsafely-ignore-certificate-errors (which the warning names).
-    for (const { cluster } of config.clusters) cluster["insecure-skip-tls-verify"] = true;
+    // Without the CA: the server's certificate cannot be verified, only not checked at all.
+    for (const { cluster } of config.clusters) {
+      delete cluster["certificate-authority-data"];
+      delete cluster["certificate-authority"];
+      cluster["insecure-skip-tls-verify"] = true;
+    }
     const kubeconfig = `${dir.path}/config`;
     await Deno.writeTextFile(kubeconfig, stringify(config));
     const namespace = await testNamespace("insecure");
@@ -156,6 +160,39 @@ Deno.test(
     const warnings = logs.filter((e) => e.message.includes("insecure-skip-tls-verify"));
     assert.equal(warnings.length, 1, warnings.map((e) => e.message).join("; "));
     assert.equal(warnings[0]!.level, "warning");
-    assert.match(warnings[0]!.message, /--unsafely-ignore-certificate-errors.* not verified/);
+    assert.match(warnings[0]!.message, /certificate is not verified.*certificate-authority/);
+  },
+);
+
+Deno.test(
+  "an unverified TLS socket (insecure-skip-tls-verify) reads and writes as a Deno.Conn; close() interrupts a pending read",
+  opts,
+  async () => {
+    const plane = await sharedControlPlane();
+    const config = parse(await Deno.readTextFile(plane.kubeconfigPath)) as {
+      clusters: { cluster: { server: string } }[];
+    };
+    const server = new URL(config.clusters[0]!.cluster.server);
+    const options = { hostname: server.hostname, port: Number(server.port), tls: true };
+    const request = `GET /livez HTTP/1.1\r\nHost: ${server.host}\r\nConnection: close\r\n\r\n`;
+    const bytes = new TextEncoder().encode(request);
+    // Verified without the CA: refused at the handshake (the first write), as before.
+    const verified = await openSocket(options);
+    await assert.rejects(() => verified.write(bytes), /UnknownIssuer/);
+    verified.close();
+    const socket = await openSocket({ ...options, insecureSkipTlsVerify: true });
+    for (let sent = 0; sent < bytes.length;) sent += await socket.write(bytes.subarray(sent));
+    let text = "";
+    const buffer = new Uint8Array(7); // small: an answer is read in many pieces
+    for (let n; (n = await socket.read(buffer)) !== null;) {
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    assert.match(text, /^HTTP\/1\.1 (200|401|403) /);
+    socket.close();
+    // A read pending when the socket is closed fails, as a Deno.Conn's does.
+    const idle = await openSocket({ ...options, insecureSkipTlsVerify: true });
+    const pending = idle.read(new Uint8Array(16));
+    idle.close();
+    await assert.rejects(pending, Deno.errors.Interrupted);
   },
 );

@@ -7,7 +7,8 @@
  * Not supported: `auth-provider` (removed from kubectl; use an exec plugin), exec plugins that
  * return client certificates, `tls-server-name` (ignored), and `proxy-url` (refused with a
  * {@link ConfigError} that names `HTTPS_PROXY`, which the client honours, as the alternative).
- * `insecure-skip-tls-verify: true` is obeyed with a warning.
+ * `insecure-skip-tls-verify: true` is obeyed with a warning (the client's own connections skip
+ * the check; with a proxy in the environment it is refused: Deno's `fetch` cannot skip it).
  * @module
  */
 
@@ -88,6 +89,32 @@ interface Merged {
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/** The environment variables that make the HTTP client go through a proxy (and `fetch`). */
+const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"];
+
+/** The host of a server URL, for a command-line hint. */
+function hostOf(server: string): string {
+  try {
+    return new URL(server).hostname;
+  } catch {
+    return server;
+  }
+}
+
+/**
+ * Whether this Deno process runs with `--unsafely-ignore-certificate-errors` (then `fetch`
+ * skips the verification too). Read from `/proc/self/cmdline`; `false` where it cannot be read.
+ */
+function ignoresCertificateErrors(): boolean {
+  try {
+    const flag = "--unsafely-ignore-certificate-errors";
+    return Deno.readTextFileSync("/proc/self/cmdline").split("\0")
+      .some((arg) => arg === flag || arg.startsWith(`${flag}=`));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Loads a kubeconfig like kubectl: the `paths` given, else every file in `KUBECONFIG` (merged;
  * the first file to define a cluster, user or context name wins, `current-context` comes from
@@ -122,13 +149,22 @@ export async function loadKubeconfig(options: KubeconfigOptions = {}): Promise<C
   const namespace = context.body.namespace;
   const tls = await readCluster(cluster, refresh.readFile);
   if (tls.insecureSkipTlsVerify) {
+    const about =
+      `Kubeconfig ${cluster.file}: cluster "${cluster.name}" sets insecure-skip-tls-verify`;
+    // Only the client's own connections can skip the check (node:tls, see _sockets.ts); with a
+    // proxy, requests go through Deno's fetch, which cannot, short of the process-wide flag.
+    const proxy = PROXY_VARIABLES.find((name) => env[name]);
+    if (proxy && !ignoresCertificateErrors()) {
+      throw new ConfigError(
+        `${about}, which cannot be honoured through the proxy in ${proxy}; provide the ` +
+          `server's CA with certificate-authority(-data) instead, or run Deno with ` +
+          `--unsafely-ignore-certificate-errors=${hostOf(tls.server)}`,
+      );
+    }
     const warn = options.warn ?? ((message: string) => getLogger(["kopf", "client"]).warn(message));
-    // Deno cannot skip the check per connection: only its process-wide flag turns it off.
     warn(
-      `Kubeconfig ${cluster.file}: cluster "${cluster.name}" sets insecure-skip-tls-verify: ` +
-        `if Deno runs with --unsafely-ignore-certificate-errors, the API server's certificate ` +
-        `is not verified and anyone on the network path can impersonate it and take the ` +
-        `credentials; without that flag it is verified anyway; set certificate-authority(-data)`,
+      `${about}: the API server's certificate is not verified, so anyone on the network path ` +
+        `can impersonate it and take the credentials; set certificate-authority(-data) instead`,
     );
   }
   const auth = await readUser(user, tls, cluster, refresh);

@@ -630,7 +630,7 @@ Deno.test("loadKubeconfig warns once about insecure-skip-tls-verify: true, not o
     assert.equal(warnings.length, 1);
     assert.match(
       warnings[0]!,
-      /cluster "c" sets insecure-skip-tls-verify: .*--unsafely-ignore-certificate-errors.* not verified/,
+      /cluster "c" sets insecure-skip-tls-verify: the API server's certificate is not verified/,
     );
     assert.ok(warnings[0]!.includes(insecure));
     for (const flag of [false, undefined]) {
@@ -641,6 +641,33 @@ Deno.test("loadKubeconfig warns once about insecure-skip-tls-verify: true, not o
       );
       await loadKubeconfig({ paths: [path], warn });
     }
+    assert.equal(warnings.length, 1);
+  });
+});
+
+Deno.test("loadKubeconfig refuses insecure-skip-tls-verify with a proxy in the environment, naming the alternatives", async () => {
+  await withTempDir(async (dir) => {
+    const path = await write(
+      dir,
+      "config",
+      kubeconfig({ server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": true }),
+    );
+    await assert.rejects(
+      () => loadKubeconfig({ paths: [path], env: { HTTPS_PROXY: "http://proxy.test:3128" } }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes(path) &&
+        error.message.includes(
+          'cluster "c" sets insecure-skip-tls-verify, which cannot be honoured through the ' +
+            "proxy in HTTPS_PROXY",
+        ) &&
+        error.message.includes("certificate-authority(-data)") &&
+        error.message.includes("--unsafely-ignore-certificate-errors=10.0.0.1") &&
+        !error.message.includes("\n"),
+    );
+    // Without a proxy, it is obeyed (with the warning).
+    const warnings: string[] = [];
+    await loadKubeconfig({ paths: [path], env: {}, warn: (m) => warnings.push(m) });
     assert.equal(warnings.length, 1);
   });
 });

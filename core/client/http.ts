@@ -139,16 +139,17 @@ export class HttpClient implements Disposable {
     this.#tokens = options.burst ?? Math.max(1, options.qps ?? 1);
   }
 
-  #clientOptions(extra: Deno.CreateHttpClientOptions = {}): Deno.CreateHttpClientOptions {
+  #clientOptions(
+    extra: Deno.CreateHttpClientOptions = {},
+  ): Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> {
     const connection = this.connection;
     return {
       ...(connection.caPem ? { caCerts: [connection.caPem] } : {}),
       ...(connection.clientCertPem && connection.clientKeyPem
         ? { cert: connection.clientCertPem, key: connection.clientKeyPem }
         : {}),
-      ...(connection.insecureSkipTlsVerify ? { unsafelyIgnoreCertificateErrors: [] } : {}),
       ...extra,
-    } as Deno.CreateHttpClientOptions;
+    };
   }
 
   /** The client for a request: streams get HTTP/1.1 connections of their own (see `stream`). */
@@ -215,9 +216,9 @@ export class HttpClient implements Disposable {
   /**
    * Opens a long-lived stream (a watch) and returns its body as bytes. Where it can, the body
    * is read from a socket of its own (`raw_stream.ts`: far less overhead per event than a
-   * `fetch` body); it goes through `fetch` when `fetch` is replaced (an in-process server), when
-   * a proxy is configured in the environment, or with `insecureSkipTlsVerify` (Deno's TLS sockets
-   * cannot skip verification).
+   * `fetch` body); it goes through `fetch` when `fetch` is replaced (an in-process server) or
+   * when a proxy is configured in the environment (`loadKubeconfig` refuses
+   * `insecure-skip-tls-verify` then: Deno's `fetch` cannot skip verification).
    *
    * @param request What to send (`stream` is implied).
    * @returns The body of a 2xx answer; close it when done.
@@ -230,7 +231,7 @@ export class HttpClient implements Disposable {
   }
 
   #rawStreams(): boolean {
-    if (this.#options.fetch || this.connection.insecureSkipTlsVerify) return false;
+    if (this.#options.fetch) return false;
     if (!/^https?:/.test(this.connection.server)) return false;
     try {
       const proxies = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"];
@@ -312,6 +313,7 @@ export class HttpClient implements Disposable {
         caPem: this.connection.caPem,
         certPem: this.connection.clientCertPem,
         keyPem: this.connection.clientKeyPem,
+        insecureSkipTlsVerify: this.connection.insecureSkipTlsVerify,
         signal: request.signal,
         connectTimeoutMs: connectMs,
       });
@@ -374,20 +376,22 @@ export class HttpClient implements Disposable {
 
   /**
    * The kept-alive connections for short requests (`raw_http.ts`), where they can be used: not
-   * with a replaced `fetch` (an in-process server), a proxy in the environment,
-   * `insecureSkipTlsVerify` (Deno's TLS sockets cannot skip verification), or OpenTelemetry on;
-   * decided once.
+   * with a replaced `fetch` (an in-process server), a proxy in the environment, or OpenTelemetry
+   * on — unless `insecureSkipTlsVerify`, which only these connections can honour (Deno's `fetch`
+   * cannot skip verification; its requests are then not traced); decided once.
    */
   #pool(): RawHttpPool | undefined {
     if (this.#raw === undefined) {
       // With OpenTelemetry on, requests go through `fetch`, which Deno traces (the spans of a
       // cycle's requests are part of its trace); the client's own connections are not traced.
-      this.#raw = this.#rawStreams() && !mayTrace()
+      const insecure = Boolean(this.connection.insecureSkipTlsVerify);
+      this.#raw = this.#rawStreams() && (insecure || !mayTrace())
         ? new RawHttpPool({
           server: new URL(this.connection.server),
           caPem: this.connection.caPem,
           certPem: this.connection.clientCertPem,
           keyPem: this.connection.clientKeyPem,
+          insecureSkipTlsVerify: insecure,
           maxConnections: this.#options.maxConnections,
         })
         : null;

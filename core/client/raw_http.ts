@@ -8,8 +8,11 @@
  * on the hot path of every processing cycle. The price is this small client: `Content-Length`
  * requests, answers with `Content-Length`, chunked, or until close; keep-alive; no redirects, no
  * compression (none is asked for), no proxies (the caller uses `fetch` when one is configured).
+ * Sockets come from `_sockets.ts` (also the unverified TLS of `insecure-skip-tls-verify`).
  * @module
  */
+
+import { openSocket, type RawSocket } from "./_sockets.ts";
 
 /** An answer read whole. */
 export interface RawAnswer {
@@ -42,6 +45,8 @@ export interface RawPoolOptions {
   readonly caPem?: string | undefined;
   readonly certPem?: string | undefined;
   readonly keyPem?: string | undefined;
+  /** Do not verify the server's certificate (kubeconfig `insecure-skip-tls-verify`). */
+  readonly insecureSkipTlsVerify?: boolean | undefined;
   /** Connections open at most; further requests wait for one. @default 64 */
   readonly maxConnections?: number | undefined;
   /** An idle connection is closed after this long (the API server's own limit is 90 s). */
@@ -62,7 +67,7 @@ const NON_ASCII = /[\u0080-\uffff]/;
 
 /** One kept-alive connection and its read buffer. */
 class Connection {
-  readonly #conn: Deno.Conn;
+  readonly #conn: RawSocket;
   buf = new Uint8Array(SMALL);
   start = 0;
   end = 0;
@@ -73,7 +78,7 @@ class Connection {
   /** Counted out of the pool's open connections (once). */
   discarded = false;
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: RawSocket) {
     this.#conn = conn;
   }
 
@@ -312,19 +317,18 @@ export class RawHttpPool {
     }
   }
 
-  #connect(signal: AbortSignal | undefined): Promise<Deno.Conn> {
-    const { server, caPem, certPem, keyPem } = this.#options;
-    const hostname = server.hostname.replace(/^\[(.*)\]$/, "$1");
+  #connect(signal: AbortSignal | undefined): Promise<RawSocket> {
+    const { server, caPem, certPem, keyPem, insecureSkipTlsVerify } = this.#options;
     const tls = server.protocol === "https:";
-    const port = Number(server.port || (tls ? 443 : 80));
-    const connecting = tls
-      ? Deno.connectTls({
-        hostname,
-        port,
-        ...(caPem ? { caCerts: [caPem] } : {}),
-        ...(certPem && keyPem ? { cert: certPem, key: keyPem } : {}),
-      })
-      : Deno.connect({ hostname, port });
+    const connecting = openSocket({
+      hostname: server.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: Number(server.port || (tls ? 443 : 80)),
+      tls,
+      caPem,
+      certPem,
+      keyPem,
+      insecureSkipTlsVerify,
+    });
     if (!signal) return connecting;
     // A connection being set up cannot be aborted: race it, and close it if it comes late.
     return new Promise((resolve, reject) => {

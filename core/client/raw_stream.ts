@@ -8,9 +8,12 @@
  * socket read returns whatever the kernel has buffered, often hundreds of events at once. The
  * price is this small HTTP/1.1 client: status line, headers, and a chunked, length-delimited or
  * until-close body; no redirects, no compression (none is asked for), no proxies (the caller
- * uses `fetch` when a proxy is configured).
+ * uses `fetch` when a proxy is configured). Sockets come from `_sockets.ts`, which also makes
+ * the unverified TLS connections of `insecure-skip-tls-verify`.
  * @module
  */
+
+import { openSocket, type RawSocket } from "./_sockets.ts";
 
 /** A body as bytes, read in whatever pieces arrive. */
 export interface ByteStream {
@@ -59,6 +62,8 @@ export interface RawRequestOptions {
   readonly caPem?: string | undefined;
   readonly certPem?: string | undefined;
   readonly keyPem?: string | undefined;
+  /** Do not verify the server's certificate (kubeconfig `insecure-skip-tls-verify`). */
+  readonly insecureSkipTlsVerify?: boolean | undefined;
   /** Closes the connection (the pending read then fails with the signal's reason). */
   readonly signal?: AbortSignal | undefined;
   /** Longest wait until the response head is read; 0 or unset: none. */
@@ -73,12 +78,12 @@ const latin1 = new TextDecoder("latin1");
 
 /** Reads from a connection into one reused buffer, with a cursor over unconsumed bytes. */
 class Reader {
-  #conn: Deno.Conn;
+  #conn: RawSocket;
   buf = new Uint8Array(READ_SIZE);
   start = 0;
   end = 0;
 
-  constructor(conn: Deno.Conn) {
+  constructor(conn: RawSocket) {
     this.#conn = conn;
   }
 
@@ -130,17 +135,16 @@ class Reader {
 export async function rawRequest(options: RawRequestOptions): Promise<RawResponse> {
   const { url, signal } = options;
   signal?.throwIfAborted();
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const tls = url.protocol === "https:";
-  const port = Number(url.port || (tls ? 443 : 80));
-  const connecting = tls
-    ? Deno.connectTls({
-      hostname,
-      port,
-      ...(options.caPem ? { caCerts: [options.caPem] } : {}),
-      ...(options.certPem && options.keyPem ? { cert: options.certPem, key: options.keyPem } : {}),
-    })
-    : Deno.connect({ hostname, port });
+  const connecting = openSocket({
+    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: Number(url.port || (tls ? 443 : 80)),
+    tls,
+    caPem: options.caPem,
+    certPem: options.certPem,
+    keyPem: options.keyPem,
+    insecureSkipTlsVerify: options.insecureSkipTlsVerify,
+  });
   // Until the head is read: a timer, and the caller's signal (a connection cannot be aborted
   // while it is being set up, so both race it and close it once it is there).
   const began = performance.now();
@@ -159,7 +163,7 @@ export async function rawRequest(options: RawRequestOptions): Promise<RawRespons
     signal?.addEventListener("abort", onAbort, { once: true });
   });
   timeout.catch(() => {});
-  let conn: Deno.Conn;
+  let conn: RawSocket;
   try {
     conn = await Promise.race([connecting, timeout]);
   } catch (error) {
