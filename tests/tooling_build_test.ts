@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { compileFailure, planBuild } from "../core/api/generate/build.ts";
+import { compileFailure, planBuild } from "../core/cli/generate/build.ts";
 import { spawnDeno } from "./_operator.ts";
 import {
   applyCrds,

@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { main } from "../core/api/cli.ts";
-import { generateTypes, readCrdFiles } from "../core/api/generate/types.ts";
+import { generateTypes, readCrdFiles } from "../core/cli/generate/types.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { assertCompileErrors } from "./_typecheck.ts";
 import { applyCrds, kubeconfigPath, tempDir, testClient, testNamespace } from "./_support.ts";

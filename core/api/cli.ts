@@ -373,7 +373,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     });
   }
   if (command === "generate" || command === "init" || command === "build") {
-    const { tooling } = await import("./generate/commands.ts");
+    const { tooling } = await import("../cli/generate/commands.ts");
     return await tooling(command, rest, {
       print,
       output: options.write ?? ((text) => console.log(text)),

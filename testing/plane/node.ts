@@ -22,7 +22,7 @@
  * @module
  */
 
-import { writeImageArchive } from "../../core/api/generate/oci.ts";
+import { writeImageArchive } from "../../core/cli/generate/oci.ts";
 import { spawnComponent } from "./components.ts";
 import { register, unregister } from "./exit_hooks.ts";
 import {

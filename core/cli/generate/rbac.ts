@@ -33,7 +33,7 @@ import { describeSelector, resolveSelector, type SelectorFields } from "../../in
 import { isLiteralNamespace, type NamespacePattern } from "../../structs/namespaces.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import type { Resource } from "../../structs/resources.ts";
-import { declaredPermissions } from "../permissions.ts";
+import { declaredPermissions } from "../../api/permissions.ts";
 
 /** The run options that change what the operator needs. */
 export interface RbacOptions {

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { OperatorRegistry } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
-import { on } from "../on.ts";
-import { main } from "../cli.ts";
+import { on } from "../../api/on.ts";
+import { main } from "../../api/cli.ts";
 import {
   type Permission,
   rbacDocuments,

@@ -31,7 +31,7 @@ async function hasTools(): Promise<boolean> {
 
 const tools = await hasTools();
 if (!tools) {
-  console.warn("core/api/generate/image_test.ts: no apt-get/dpkg-deb; image tests skipped");
+  console.warn("core/cli/generate/image_test.ts: no apt-get/dpkg-deb; image tests skipped");
 }
 
 async function project(): Promise<string> {
