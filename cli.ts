@@ -6,7 +6,7 @@
  * @module
  */
 
-import { main } from "./core/api/cli.ts";
+import { main } from "./core/cli/main.ts";
 import { KubeClient } from "./core/client/client.ts";
 import { loadKubeconfig } from "./core/client/config.ts";
 import { getDefaultRegistry } from "./core/intents/registries.ts";

@@ -21,7 +21,7 @@
  * @module
  */
 
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { start } from "../core/api/embedding.ts";
 import type { LogEntry } from "../core/actions/loggers.ts";
 import {

@@ -4,7 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { spawnOperator } from "./_operator.ts";
 import {
   applyCrds,

@@ -16,7 +16,7 @@ import type { Lease } from "../core/client/leases.ts";
 import { LEASES } from "../core/client/leases.ts";
 import { LeadershipLostError } from "../core/engines/leadership.ts";
 import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/peering.ts";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { OperatorRegistry, start } from "../mod.ts";
 import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";

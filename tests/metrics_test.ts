@@ -12,7 +12,7 @@ import { daemon } from "../core/api/spawning.ts";
 import { TemporaryError } from "../core/actions/execution.ts";
 import { authorExposition, counter, gauge, histogram } from "../core/engines/metrics_custom.ts";
 import { MetricsEngine } from "../core/engines/metrics.ts";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { Exposition, validateExposition } from "./_prometheus.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";
 import {

@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { on } from "../core/api/on.ts";
 import { daemon } from "../core/api/spawning.ts";
 import type { KubeClient } from "../core/client/client.ts";

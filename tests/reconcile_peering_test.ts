@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { reconcile } from "../core/api/reconciling.ts";
 import { NAMESPACED_PEERINGS } from "../core/engines/peering.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";

@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { on } from "../core/api/on.ts";
 import { index } from "../core/api/indexing.ts";
 import { daemon, timer } from "../core/api/spawning.ts";

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { assertCompileErrors, denoCheck } from "./_typecheck.ts";
 import { kubeconfigPath, tempDir } from "./_support.ts";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { relative } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { PINNED_DENO_VERSION, projectFiles } from "../core/cli/generate/init.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { captureLines, eventually, tempDir, terminate, testClient } from "./_support.ts";

@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from "yaml";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { ApiError } from "../core/client/errors.ts";

@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { main } from "../core/api/cli.ts";
+import { main } from "../core/cli/main.ts";
 import { generateTypes, readCrdFiles } from "../core/cli/generate/types.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { assertCompileErrors } from "./_typecheck.ts";

@@ -15,7 +15,7 @@
  * There are no per-object locks: pausing is operator-wide. {@link OperatorPause} is the switch the
  * orchestration reads; {@link pausable} closes and reopens watch streams by it.
  *
- * Not here: the CLI commands (`core/api/cli.ts`), when peering starts (`core/reactor/serving.ts`).
+ * Not here: the CLI commands (`core/cli/main.ts`), when peering starts (`core/reactor/serving.ts`).
  * @module
  */
 

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
 import { CRD_RESOURCE } from "../../client/discovery.ts";
 import type { KubeObject } from "../../structs/objects.ts";
-import { argsErrorMessage } from "../../api/cli_args.ts";
+import { argsErrorMessage } from "../args.ts";
 
 /** What the tooling commands need from the command line around them. */
 export interface ToolingIo {

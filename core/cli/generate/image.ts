@@ -37,7 +37,7 @@ export interface ImageOptions {
   readonly cwd?: string | undefined;
   /** Where the base's `.deb` files are (downloaded there with `apt-get download` if missing). */
   readonly baseDebs?: string | undefined;
-  /** Where `kopf run`'s `main` comes from. @default this framework's `core/api/cli.ts` */
+  /** Where `kopf run`'s `main` comes from. @default this framework's `core/cli/main.ts` */
   readonly cliModule?: string | undefined;
 }
 
@@ -175,7 +175,7 @@ export async function buildImage(options: ImageOptions): Promise<ImageResult> {
   const env = { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" };
 
   // The entry: `kopf run` with the handler files, all addressed relative to the entry.
-  const cliModule = options.cliModule ?? new URL("../../api/cli.ts", import.meta.url).href;
+  const cliModule = options.cliModule ?? new URL("../main.ts", import.meta.url).href;
   const cliRelative = cliModule.startsWith("file:")
     ? relative(buildDir, new URL(cliModule).pathname)
     : undefined;

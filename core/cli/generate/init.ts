@@ -15,7 +15,7 @@ import { stringify } from "yaml";
 import { typedResource } from "../../intents/typed_resources.ts";
 import { OperatorRegistry } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
-import { argsErrorMessage } from "../../api/cli_args.ts";
+import { argsErrorMessage } from "../args.ts";
 import { on } from "../../api/on.ts";
 import { type ToolingIo, UsageError } from "./commands.ts";
 import { rbacDocuments, renderYaml, requiredPermissions, resourcesOfCrds } from "./rbac.ts";

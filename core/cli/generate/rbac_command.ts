@@ -16,8 +16,8 @@ import {
 } from "../../intents/registries.ts";
 import { createSettings } from "../../settings/settings.ts";
 import type { Resource } from "../../structs/resources.ts";
-import { loadModule } from "../../api/cli.ts";
-import { applyScalingOptions, SCALING_OPTIONS } from "../../api/cli_scaling.ts";
+import { loadModule } from "../loading.ts";
+import { applyScalingOptions, SCALING_OPTIONS } from "../scaling.ts";
 import { type ToolingIo, UsageError } from "./commands.ts";
 import {
   type Permission,

@@ -8,7 +8,7 @@ import { parseAllDocuments } from "yaml";
 import { OperatorRegistry } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { on } from "../../api/on.ts";
-import { main } from "../../api/cli.ts";
+import { main } from "../main.ts";
 import {
   type Permission,
   rbacDocuments,

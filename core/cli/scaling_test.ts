@@ -1,7 +1,7 @@
 // Unit tests of the scale-out options of kopf run and of kopf shards' argument errors.
 import assert from "node:assert/strict";
 import { createSettings } from "../settings/settings.ts";
-import { applyScalingOptions, shardsCommand } from "./cli_scaling.ts";
+import { applyScalingOptions, shardsCommand } from "./scaling.ts";
 
 Deno.test("applyScalingOptions(): --shards with its options sets settings.sharding", () => {
   const settings = createSettings();

@@ -2,8 +2,8 @@
 // throws.
 import assert from "node:assert/strict";
 import { parseArgs } from "node:util";
-import { argsErrorMessage } from "./cli_args.ts";
-import { main } from "./cli.ts";
+import { argsErrorMessage } from "./args.ts";
+import { main } from "./main.ts";
 
 function thrown(args: string[], allowPositionals = true): unknown {
   try {

@@ -11,7 +11,7 @@
  * @example
  * ```ts
  * import { parseArgs } from "node:util";
- * import { argsErrorMessage } from "./cli_args.ts";
+ * import { argsErrorMessage } from "./args.ts";
  * try {
  *   parseArgs({ args: ["--bogus"], allowPositionals: true, options: {} });
  * } catch (error) {
