@@ -20,7 +20,7 @@ import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
 import { CRD_VARIANTS } from "./lib/config.ts";
 import { applyCrd, waitForCrd, warmUp } from "./lib/setup.ts";
-import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../core/cli/generate/build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../core/cli/generate/runtime_flags.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 

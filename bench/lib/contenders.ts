@@ -5,7 +5,7 @@
  */
 import type { CrdVariant } from "./config.ts";
 import { processTree } from "./procs.ts";
-import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../../core/cli/generate/build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../../core/cli/generate/runtime_flags.ts";
 
 export const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 

@@ -21,12 +21,7 @@ import { createSettings } from "../settings/settings.ts";
 import { argsErrorMessage } from "./args.ts";
 import { armUltimateExit } from "../api/embedding.ts";
 import { loadModule } from "./loading.ts";
-import {
-  applyScalingOptions,
-  SCALING_OPTIONS,
-  SCALING_USAGE,
-  shardsCommand,
-} from "./scaling.ts";
+import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE, shardsCommand } from "./scaling.ts";
 import { LeadershipLostError } from "../engines/leadership.ts";
 import { configureLogging, type LogFormat, type LoggingOptions } from "../api/logging.ts";
 

@@ -9,7 +9,7 @@
  */
 
 import { readTar, type TarEntry } from "./_tar.ts";
-import { UsageError } from "./commands.ts";
+import { UsageError } from "./_io.ts";
 
 /** The Debian packages the base is made of. */
 export const BASE_PACKAGES: readonly string[] = ["libc6", "libgcc-s1", "ca-certificates", "tzdata"];

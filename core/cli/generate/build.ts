@@ -11,35 +11,8 @@
 
 import { parseArgs } from "node:util";
 import { argsErrorMessage } from "../args.ts";
-import { type ToolingIo, UsageError } from "./commands.ts";
-
-/**
- * The V8 flags an operator runs best with, baked into the binary by `kopf build` (and used by the
- * scaffold's tasks and the benchmark):
- * - `--max-semi-space-size=8`: young-generation semi-spaces of at most 8 MiB instead of V8's 16.
- *   During a burst V8 grows them to the maximum at once; capped at 4, a 2,000-object backlog
- *   peaked at 121 instead of 143 MiB for the same CPU (round 3); once a cycle allocated less
- *   (round 4), 8 cost ~11% less CPU than 4 for the same peak (docs/performance.md, round 5).
- * - `--maglev-as-top-tier`: V8's mid-tier compiler is the last one; TurboFan never runs. An
- *   operator's code is short handlers between network waits: the backlog took ~7% less CPU
- *   (less compiling), and the optimising compiler's machine code (~3 MiB of the executable) is
- *   never paged in, so it is not resident while the operator idles (round 7).
- *
- * V8 reads them only at start, so they cannot be set from inside; with `deno run`, pass
- * `--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier` (or set `DENO_V8_FLAGS`).
- */
-export const RUNTIME_V8_FLAGS: readonly string[] = Object.freeze([
-  "--max-semi-space-size=8",
-  "--maglev-as-top-tier",
-]);
-
-/**
- * The Deno flags an operator runs with (`deno run`, `deno compile`): `--no-code-cache`. V8's code
- * cache saves compiling at start (tens of milliseconds for the framework); a long-running
- * process does not need it, and the cache's database stays mapped and resident (2-3 MiB at idle,
- * round 7).
- */
-export const RUNTIME_DENO_FLAGS: readonly string[] = Object.freeze(["--no-code-cache"]);
+import { type ToolingIo, UsageError } from "./_io.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
 
 /** What `kopf build` runs: the entry module and the `deno compile` command line. */
 export interface BuildPlan {

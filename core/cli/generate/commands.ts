@@ -1,6 +1,6 @@
 /**
  * The developer-tooling commands: `kopf generate types|rbac`, `kopf init`, `kopf build`. Kept
- * apart from the operator's own command line (`cli.ts` only dispatches here); each command's
+ * apart from the operator's own command line (`main.ts` only dispatches here); each command's
  * work lives in its own module, loaded when the command runs.
  * @module
  */
@@ -11,16 +11,7 @@ import { KubeClient } from "../../client/client.ts";
 import { CRD_RESOURCE } from "../../client/discovery.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { argsErrorMessage } from "../args.ts";
-
-/** What the tooling commands need from the command line around them. */
-export interface ToolingIo {
-  /** Prints a message line (progress, errors): standard error by default. */
-  readonly print: (line: string) => void;
-  /** Prints the command's output (generated text when no `-o`): standard output by default. */
-  readonly output: (text: string) => void;
-  /** Kubeconfig file to use unless `--kubeconfig` is given. */
-  readonly kubeconfig?: string | undefined;
-}
+import { type ToolingIo, UsageError } from "./_io.ts";
 
 const GENERATE_USAGE = `Usage: kopf generate types [OPTIONS] CRD_FILES...
        kopf generate types --from-cluster [OPTIONS] [CRD_NAMES...]
@@ -94,11 +85,6 @@ export async function tooling(
     io.print(`error: ${firstLine(error)}`);
     return 1;
   }
-}
-
-/** A user error: printed as one `error:` line. */
-export class UsageError extends Error {
-  override name = "UsageError";
 }
 
 async function generateTypesCommand(args: readonly string[], io: ToolingIo): Promise<number> {

@@ -17,11 +17,11 @@
  */
 
 import { dirname, relative, resolve } from "node:path";
-import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
 import { baseDebs, baseLayer, NONROOT } from "./_image_base.ts";
 import type { TarEntry } from "./_tar.ts";
 import { type ImageArchive, ociArchitecture, writeImageArchive } from "./oci.ts";
-import { UsageError } from "./commands.ts";
+import { UsageError } from "./_io.ts";
 
 /** Options of {@link buildImage}. */
 export interface ImageOptions {

@@ -17,10 +17,10 @@ import { OperatorRegistry } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { argsErrorMessage } from "../args.ts";
 import { on } from "../../api/on.ts";
-import { type ToolingIo, UsageError } from "./commands.ts";
+import { type ToolingIo, UsageError } from "./_io.ts";
 import { rbacDocuments, renderYaml, requiredPermissions, resourcesOfCrds } from "./rbac.ts";
 import { generateTypes } from "./types.ts";
-import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./build.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
 
 /** What a new project is made of. */
 export interface InitOptions {

@@ -18,7 +18,7 @@ import { createSettings } from "../../settings/settings.ts";
 import type { Resource } from "../../structs/resources.ts";
 import { loadModule } from "../loading.ts";
 import { applyScalingOptions, SCALING_OPTIONS } from "../scaling.ts";
-import { type ToolingIo, UsageError } from "./commands.ts";
+import { type ToolingIo, UsageError } from "./_io.ts";
 import {
   type Permission,
   rbacDocuments,
