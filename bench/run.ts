@@ -1,5 +1,6 @@
 /**
- * Benchmarks this framework side by side with Python Kopf and a raw floor, on ONE real control
+ * Benchmarks this framework side by side with Python Kopf, a raw floor and the peers people pick
+ * instead (Go's controller-runtime, `@kubernetes/client-node`'s informer), on ONE real control
  * plane in one run, on two CRD variants (with a status subresource — the headline — and
  * without), and reports absolute figures and ratios. See docs/performance.md.
  *
@@ -29,7 +30,15 @@ import {
   SCENARIO_GROUPS,
   type ScenarioGroup,
 } from "./lib/config.ts";
-import { commandOutput, contenders, log, OPT_IN, ROOT, RUNNING } from "./lib/contenders.ts";
+import {
+  commandOutput,
+  contenders,
+  log,
+  OPT_IN,
+  type Peers,
+  ROOT,
+  RUNNING,
+} from "./lib/contenders.ts";
 import { Api } from "./lib/kube.ts";
 import { findProcesses, loadAverage } from "./lib/procs.ts";
 import { type BenchResults, type ContenderRun, renderMarkdown } from "./lib/report.ts";
@@ -59,7 +68,9 @@ async function main(): Promise<number> {
   if (values.help) {
     console.log(
       "Usage: deno run -A bench/run.ts [--full|--huge] [--reps N]\n" +
-        "         [--only kopf-ts,kopf-ts-status,kopf-py,raw-floor] [--variants status,plain]\n" +
+        "         [--only kopf-ts,kopf-ts-status,kopf-py,raw-floor,controller-runtime,\n" +
+        "                 controller-runtime-status,client-node,client-node-status]\n" +
+        "         [--variants status,plain]\n" +
         `         [--scenarios ${SCENARIO_GROUPS}]\n` +
         "         [--set KEY=NUMBER]... [--keep] [--report FILE] [--charts FILE]\n" +
         `Keys for --set: ${Object.keys(QUICK).filter((k) => k !== "variant").join(", ")}`,
@@ -146,7 +157,35 @@ async function main(): Promise<number> {
       log("Python Kopf is not available: running without it (no Kopf ratios)");
     }
   }
-  const list = contenders(venv).filter((c) => only ? only.includes(c.id) : !OPT_IN.has(c.id));
+  // The peers (docs/performance.md "Peers"): built by tools/bench-peers.sh into the cache.
+  const peers: { -readonly [K in keyof Peers]: Peers[K] } = {};
+  const versions: Record<string, string> = {};
+  if (!only || only.some((id) => id.startsWith("controller-runtime"))) {
+    peers.controllerRuntime = await buildPeer("controller-runtime");
+    if (peers.controllerRuntime) {
+      versions["controllerRuntime"] = await commandOutput([
+        "awk",
+        '$1 == "sigs.k8s.io/controller-runtime" || $1 == "k8s.io/client-go" { print $1 " " $2 }',
+        `${ROOT}/bench/peers/controller_runtime/go.mod`,
+      ]).then((text) => text.replace(/\n/g, ", "));
+      versions["go"] = await commandOutput(["go", "version"]);
+    }
+  }
+  if (!only || only.some((id) => id.startsWith("client-node"))) {
+    peers.clientNode = await buildPeer("client-node");
+    if (peers.clientNode) {
+      const manifest = JSON.parse(
+        await Deno.readTextFile(
+          `${peers.clientNode}/node_modules/@kubernetes/client-node/package.json`,
+        ),
+      ) as { version?: string };
+      versions["clientNode"] = manifest.version ?? "?";
+      versions["node"] = await commandOutput(["node", "--version"]);
+    }
+  }
+  const list = contenders(venv, peers).filter((c) =>
+    only ? only.includes(c.id) : !OPT_IN.has(c.id)
+  );
 
   log("warming the Deno module cache");
   await commandOutput([
@@ -282,6 +321,7 @@ async function main(): Promise<number> {
           return end === commit ? commit : `${commit}, HEAD moved to ${end} during the run`;
         })(),
         dirty: dirty ? "yes" : "no",
+        ...versions,
       },
       contenders: list.map((c) => ({ id: c.id, label: c.label, userAgent: c.userAgent })),
       variants: variants.map((v) => ({ id: v.id, label: v.label })),
@@ -313,6 +353,25 @@ async function main(): Promise<number> {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
   }
+}
+
+/** Builds (or finds in the cache) one peer with tools/bench-peers.sh; undefined if it cannot. */
+async function buildPeer(name: "controller-runtime" | "client-node"): Promise<string | undefined> {
+  log(`preparing ${name} (tools/bench-peers.sh ${name})`);
+  const out = await new Deno.Command(`${ROOT}/tools/bench-peers.sh`, {
+    args: [name],
+    stdout: "piped",
+    stderr: "inherit",
+    signal: AbortSignal.timeout(1_800_000),
+  }).output().catch((error) => {
+    log(`tools/bench-peers.sh ${name} failed: ${error}`);
+    return undefined;
+  });
+  const path = out?.success
+    ? new TextDecoder().decode(out.stdout).trim().split("\n").pop()
+    : undefined;
+  if (!path) log(`${name} is not available: running without it`);
+  return path;
 }
 
 if (import.meta.main) Deno.exit(await main());

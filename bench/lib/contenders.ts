@@ -1,6 +1,6 @@
 /**
- * The contenders (this framework, its variants, Python Kopf, the raw floor) and their operator
- * processes.
+ * The contenders (this framework, its variants, Python Kopf, the raw floor, the peers
+ * controller-runtime and client-node) and their operator processes.
  * @module
  */
 import type { CrdVariant } from "./config.ts";
@@ -25,6 +25,7 @@ export interface Contender {
 /** Contenders that run only when named in `--only` (diagnostic variants). */
 export const OPT_IN: ReadonlySet<string> = new Set([
   "kopf-ts-noevents",
+  "client-node-status",
   ...["kopf-ts", "kopf-py"].flatMap((id) => [`${id}-logs-off`, `${id}-logs-on`]),
 ]);
 
@@ -43,8 +44,26 @@ function logEventVariants(base: Contender): Contender[] {
   }));
 }
 
-/** All contenders; Python Kopf only if its virtualenv is there. */
-export function contenders(venv: string | undefined): Contender[] {
+/** The peers' builds (`tools/bench-peers.sh`): absent if not built. */
+export interface Peers {
+  /** The controller-runtime peer's binary. */
+  readonly controllerRuntime?: string;
+  /** The directory holding `@kubernetes/client-node` in its `node_modules`. */
+  readonly clientNode?: string;
+}
+
+/** The peers' User-Agents: controller-runtime's is set; client-node sends node-fetch's own. */
+export const PEER_USER_AGENTS = {
+  controllerRuntime: "kopf-bench-controller-runtime",
+  clientNode: "node-fetch/",
+} as const;
+
+/**
+ * All contenders; Python Kopf only if its virtualenv is there, the peers only if built. Each
+ * peer runs twice on the CRD with a status subresource, as kopf-ts does: with the diff base in
+ * an annotation, and (`-status`) in status (`BENCH_PERSISTENCE=status`).
+ */
+export function contenders(venv: string | undefined, peers: Peers = {}): Contender[] {
   const kopfTs = (ns: string) => [
     `${ROOT}/tools/deno.sh`,
     // The flags that `kopf build` bakes into the operator's binary (and the Dockerfile's).
@@ -93,6 +112,31 @@ export function contenders(venv: string | undefined): Contender[] {
       ns,
     ) => [`${ROOT}/tools/deno.sh`, "run", "-A", "bench/handlers/raw_floor.ts", "-n", ns],
   });
+  const withStatusMode = (peer: Contender): Contender[] => [peer, {
+    ...peer,
+    id: `${peer.id}-status`,
+    label: `${peer.label}, state in status`,
+    env: { ...peer.env, BENCH_PERSISTENCE: "status" },
+    variants: ["status"],
+  }];
+  if (peers.controllerRuntime) {
+    const bin = peers.controllerRuntime;
+    list.push(...withStatusMode({
+      id: "controller-runtime",
+      label: "controller-runtime",
+      userAgent: PEER_USER_AGENTS.controllerRuntime,
+      command: (ns) => [bin, "-n", ns],
+    }));
+  }
+  if (peers.clientNode) {
+    list.push(...withStatusMode({
+      id: "client-node",
+      label: "client-node",
+      userAgent: PEER_USER_AGENTS.clientNode,
+      command: (ns) => ["node", `${ROOT}/bench/peers/client_node/main.mjs`, "-n", ns],
+      env: { BENCH_CLIENT_NODE_DIR: peers.clientNode },
+    }));
+  }
   return list;
 }
 

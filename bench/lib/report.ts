@@ -1,6 +1,7 @@
 /**
  * The benchmark's result types and its Markdown report: absolute figures per contender (medians
- * over the repetitions), the ratios this framework ÷ Kopf and this framework ÷ raw floor, the
+ * over the repetitions), the ratios this framework ÷ Kopf, ÷ raw floor and ÷ each peer
+ * (controller-runtime, client-node; in the same persistence mode where the peer ran in it), the
  * requests by verb, machine details, versions, and the issue's aims checked against the numbers.
  * @module
  */
@@ -73,6 +74,14 @@ interface Row {
 }
 
 const TS = "kopf-ts", PY = "kopf-py", RAW = "raw-floor";
+/** The peers, with their column headings: each compared in the same persistence mode. */
+const PEERS = [["controller-runtime", "Go"], ["client-node", "client-node"]] as const;
+
+/** The run of a peer to compare one of ours with: `-status` with `-status` if it ran. */
+function peerOf(ours: string, peer: string, ids: readonly string[]): string | undefined {
+  const same = ours.endsWith("-status") ? `${peer}-status` : peer;
+  return ids.includes(same) ? same : ids.includes(peer) ? peer : undefined;
+}
 
 function rows(config: Record<string, unknown>): Row[] {
   const n = config["createCount"], rate = config["steadyRate"], secs = config["steadySeconds"];
@@ -248,7 +257,11 @@ export function renderMarkdown(results: BenchResults): string {
   const config = results.config;
   const reps = Number(config["reps"] ?? 1);
   const lines: string[] = [];
-  lines.push(`# Benchmark: kopf-ts vs Python Kopf vs raw floor (${config["variant"]})`);
+  const peerNames = PEERS.filter(([id]) => results.contenders.some((c) => c.id === id))
+    .map(([id]) => ` vs ${id}`).join("");
+  lines.push(
+    `# Benchmark: kopf-ts vs Python Kopf vs raw floor${peerNames} (${config["variant"]})`,
+  );
   lines.push("");
   lines.push(
     `Run ${results.startedAt} → ${results.finishedAt}; ${reps} repetition(s), ` +
@@ -278,6 +291,8 @@ export function renderMarkdown(results: BenchResults): string {
       (v["python"] && v["python"] !== "-"
         ? `${v["kopfPython"]} on ${v["python"]}`
         : "Python Kopf not run") +
+      (v["controllerRuntime"] ? `; ${v["controllerRuntime"]} (${v["go"]})` : "") +
+      (v["clientNode"] ? `; @kubernetes/client-node ${v["clientNode"]} on Node ${v["node"]}` : "") +
       `; Kubernetes ${v["kubernetes"]}.`,
   );
   lines.push("");
@@ -295,6 +310,10 @@ export function renderMarkdown(results: BenchResults): string {
     for (const id of ours) {
       if (has(PY)) header.push(`${label(id)} ÷ Kopf`);
       if (has(RAW)) header.push(`${label(id)} ÷ raw`);
+      for (const [peer, heading] of PEERS) {
+        const other = peerOf(id, peer, ids);
+        if (other) header.push(`${label(id)} ÷ ${other === peer ? heading : label(other)}`);
+      }
     }
     lines.push(`| ${header.join(" | ")} |`);
     lines.push(`|${header.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`);
@@ -310,6 +329,10 @@ export function renderMarkdown(results: BenchResults): string {
         const ts = values[ids.indexOf(id)] ?? NaN;
         if (has(PY)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(PY)]!));
         if (has(RAW)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(RAW)]!));
+        for (const [peer] of PEERS) {
+          const other = peerOf(id, peer, ids);
+          if (other) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(other)]!));
+        }
       }
       const scenario = row.scenario === last ? "" : `**${row.scenario}**`;
       last = row.scenario;
