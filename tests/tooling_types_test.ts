@@ -78,7 +78,7 @@ Deno.test("kopf generate types maps CRD schemas to TypeScript (X-TOOL-01)", asyn
   expect(/template\?: \{\n\s+apiVersion\?: string;\n\s+kind\?: string;/); // embedded resource
   // The constant is a full resource reference: what handlers and the client need.
   expect(
-    /export const Widgets = typedResource<Widget>\(\{\n  group: "example\.com",\n  version: "v1",\n  plural: "widgets",\n  kind: "Widget",\n  namespaced: true,\n\}\);/,
+    /export const Widgets = typedResource<Widget>\(\{\n {2}group: "example\.com",\n {2}version: "v1",\n {2}plural: "widgets",\n {2}kind: "Widget",\n {2}namespaced: true,\n\}\);/,
   );
   // Another served version gets its own names; no schema → open records.
   expect(/export interface WidgetV1Beta1\s+extends TypedObject<WidgetV1Beta1Spec,/);
