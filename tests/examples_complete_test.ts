@@ -1,6 +1,7 @@
 /**
- * End-to-end tests of the examples 06-peering, 18-walkthrough-evc and 99-all-at-once on the
- * shared control plane. As in examples_test.ts, each runs `examples/NN-name/example.ts` with the
+ * End-to-end tests of the examples that are whole operators: two operators peering
+ * (06-peering), the walkthrough's operator (18-walkthrough-evc) and everything at once
+ * (99-all-at-once), on the shared control plane. As in examples_handlers_test.ts, each runs `examples/NN-name/example.ts` with the
  * real CLI (`cli.ts run … --verbose -n <namespace>`) as a subprocess, does what a user would do
  * with kubectl, and checks what a user would look at: objects, their status, children, Events,
  * and the operator's log lines. With `DUMP_LINES=1`, each test prints the operator's output.

@@ -1,5 +1,7 @@
 /**
- * End-to-end tests of the examples: each runs `examples/NN-name/example.ts` with the real CLI
+ * End-to-end tests of the handler examples — errors and retries (03), Events (04, 08), the
+ * handler kinds (05), sub-handlers (07), built-in resources (10), filters (11). Each runs
+ * `examples/NN-name/example.ts` with the real CLI
  * (`cli.ts run … --verbose -n <namespace>`) as a subprocess against the shared control plane,
  * does what a user would do with kubectl, and checks what a user would look at: the object's
  * status, annotations and finalizers, its Events, and the operator's log lines.

@@ -1,6 +1,7 @@
 /**
- * End-to-end tests of the examples 02-children, 12-embedded, 13-hooks, 14-daemons, 15-timers
- * and 16-indexing on the shared control plane. Each runs `examples/NN-name/example.ts` the way
+ * End-to-end tests of the examples of the operator around its handlers: children (02-children),
+ * an operator embedded in a program (12-embedded), operator hooks (13-hooks), daemons and timers
+ * (14-daemons, 15-timers) and indices (16-indexing), on the shared control plane. Each runs `examples/NN-name/example.ts` the way
  * a user would — with the real CLI (`cli.ts run … --verbose -n <namespace>`) as a subprocess,
  * or, for 12-embedded, as a program of its own — does what a user would do with kubectl, and
  * checks what a user would look at: objects, their status and finalizers, children, the
@@ -40,7 +41,7 @@ const SERVICEACCOUNTS: ResourceRef = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (as in examples_test.ts)
+// Helpers (as in examples_handlers_test.ts)
 // ---------------------------------------------------------------------------------------------
 
 /** The time (ms since the epoch) of a log line in the `full` format: `[2024-01-31 12:34:56,789] …`. */

@@ -1,10 +1,17 @@
 /**
- * The consistency check after patching, against the real API server: a CRD whose schema prunes
- * unknown status fields makes the operator warn, with a hint at the schema.
+ * Patching, against the real API server: the consistency check after patching (a CRD whose
+ * schema prunes unknown status fields makes the operator warn, with a hint at the schema), and
+ * `patch.fns`, the transformation functions run on the live body (K26-06).
  */
 
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
+import { timer } from "../core/api/spawning.ts";
+import { applyPatch } from "../core/actions/application.ts";
+import { createSettings } from "../core/settings/settings.ts";
+import type { JsonObject } from "../core/structs/dicts.ts";
+import type { KubeObject } from "../core/structs/objects.ts";
+import { Patch } from "../core/structs/patches.ts";
 import type { Resource } from "../core/structs/resources.ts";
 import {
   applyCrdObjects,
@@ -145,5 +152,99 @@ Deno.test(
     assert.ok(mainBody.metadata?.annotations?.["kopf.zalando.org/last-handled-configuration"]);
     const statusBody = JSON.parse(status.slice("Merge-patching the status with: ".length));
     assert.deepEqual(statusBody, { status: { create_fn: { message: "hello" } } });
+  },
+);
+
+/** Appends an item to a list at a path of the body unless it is there (safe to re-run). */
+function appendOnce(section: "spec" | "status", list: string, item: string) {
+  return (body: JsonObject) => {
+    const holder = (body[section] ??= {}) as Record<string, string[] | undefined>;
+    const items = holder[list] ??= [];
+    if (!items.includes(item)) items.push(item);
+  };
+}
+
+Deno.test(
+  "patch.fns: transformation functions of handlers and timers change lists on the live body, status via /status (K26-06)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, STATUS_CRD);
+    const namespace = await testNamespace("k26fns");
+    const settings = createSettings({ process: { gracePeriod: 1 }, queueing: { exitTimeout: 1 } });
+    await using op = await startOperator((registry) => {
+      on.create("kopfstatusexamples", { registry, id: "create_fn" }, ({ patch }) => {
+        patch.status.merged = true;
+        patch.fns.push(appendOnce("spec", "items", "from-create"));
+        patch.fns.push(appendOnce("status", "items", "from-create"));
+      });
+      timer("kopfstatusexamples", { registry, id: "tick", interval: 0.3 }, ({ patch, spec }) => {
+        const ticks = (spec.ticks ?? []) as string[];
+        if (ticks.length >= 3) return;
+        // Each tick appends the next number: the function sees the live body, ticks included.
+        patch.fns.push((body) => {
+          const list = ((body.spec as JsonObject).ticks ??= []) as string[];
+          list.push(`t${list.length}`);
+        });
+      });
+    }, { namespaces: [namespace], settings });
+    await op.ready;
+    await client.api.create(STATUS_EXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfStatusExample",
+      metadata: { name: "a" },
+      spec: { items: ["mine"] },
+    } as KubeObject, { namespace });
+
+    const done = await eventually(
+      async () => {
+        const body = await client.api.get(STATUS_EXAMPLES, "a", { namespace });
+        const spec = body.spec as { ticks?: string[]; items?: string[] };
+        return spec.ticks?.length === 3 && spec.items?.length === 2 ? body : undefined;
+      },
+      30_000,
+      "three ticks and the created item",
+    );
+    const { spec, status } = done as KubeObject & { spec: JsonObject; status: JsonObject };
+    assert.deepEqual(spec.items, ["mine", "from-create"], "appended, not replaced");
+    assert.deepEqual(spec.ticks, ["t0", "t1", "t2"], "each tick saw the previous ones");
+    assert.deepEqual(status.items, ["from-create"], "status changed through /status");
+    assert.equal(status.merged, true, "the merge patch of the same cycle");
+  },
+);
+
+Deno.test(
+  "applyPatch() re-applies patch.fns to the re-read object when the body they ran on is stale (K26-06)",
+  opts,
+  async () => {
+    using client = await testClient();
+    await applyCrds(client, STATUS_CRD);
+    const namespace = await testNamespace("k26fnsconflict");
+    const stale = await client.api.create(STATUS_EXAMPLES, {
+      apiVersion: "kopf.dev/v1",
+      kind: "KopfStatusExample",
+      metadata: { name: "a" },
+      spec: { items: ["one"] },
+    } as KubeObject, { namespace });
+    // Someone else appends meanwhile: the stale body's resourceVersion no longer matches.
+    await client.api.patch(STATUS_EXAMPLES, "a", { spec: { items: ["one", "other"] } }, {
+      namespace,
+    });
+    const seen: unknown[] = [];
+    const patch = new Patch();
+    patch.fns.push((body) => {
+      const spec = body.spec as { items: string[] };
+      seen.push([...spec.items]);
+      spec.items.push("mine");
+    });
+    const applied = await applyPatch(client.api, STATUS_EXAMPLES, stale, patch);
+    assert.equal(applied.state, "applied");
+    assert.deepEqual(
+      seen,
+      [["one"], ["one", "other"]],
+      "run on the stale body, then the fresh one",
+    );
+    const stored = await client.api.get(STATUS_EXAMPLES, "a", { namespace });
+    assert.deepEqual((stored.spec as JsonObject).items, ["one", "other", "mine"]);
   },
 );

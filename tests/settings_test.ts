@@ -1,16 +1,15 @@
 /**
- * Behaviour changes of Kopf after the seed documentation (1.44 → 1.45.x and its 2026 main
- * branch) that this project adopts: docs/parity.md, rows K26-xx. On the real control plane.
+ * Settings that change what the operator does, on the real control plane: the default backoff of
+ * retried errors, server-side label and field selectors of the watches, streaming lists, chunked
+ * lists, the backoffs of Event posts. Most are Kopf's after the seed documentation (1.45.x and
+ * its 2026 main branch): docs/parity.md, rows K26-xx.
  * @module
  */
 
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
-import { daemon, timer } from "../core/api/spawning.ts";
-import { applyPatch } from "../core/actions/application.ts";
-import type { JsonObject } from "../core/structs/dicts.ts";
+import { daemon } from "../core/api/spawning.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
-import { Patch } from "../core/structs/patches.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
 import { operator } from "../core/reactor/running.ts";
@@ -20,15 +19,7 @@ import { loadKubeconfig } from "../core/client/config.ts";
 import { EVENTS_RESOURCE } from "../core/client/events.ts";
 import { EventPoster } from "../core/engines/posting.ts";
 import { watcher, type WatcherEvent, watchingOptions } from "../core/client/watching.ts";
-import {
-  applyCrds,
-  eventually,
-  KOPFEXAMPLES,
-  STATUS_CRD,
-  STATUS_EXAMPLES,
-  testClient,
-  testNamespace,
-} from "./_support.ts";
+import { applyCrds, eventually, KOPFEXAMPLES, testClient, testNamespace } from "./_support.ts";
 import { startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -97,100 +88,6 @@ Deno.test(
     await eventually(() => calls.daemon >= 2, 30_000, "the daemon's second run");
     assert.equal(calls.plain, 2);
     assert.equal(calls.own, 1, "the handler's own backoff (600 s) is not replaced");
-  },
-);
-
-/** Appends an item to a list at a path of the body unless it is there (safe to re-run). */
-function appendOnce(section: "spec" | "status", list: string, item: string) {
-  return (body: JsonObject) => {
-    const holder = (body[section] ??= {}) as Record<string, string[] | undefined>;
-    const items = holder[list] ??= [];
-    if (!items.includes(item)) items.push(item);
-  };
-}
-
-Deno.test(
-  "patch.fns: transformation functions of handlers and timers change lists on the live body, status via /status (K26-06)",
-  opts,
-  async () => {
-    using client = await testClient();
-    await applyCrds(client, STATUS_CRD);
-    const namespace = await testNamespace("k26fns");
-    const settings = createSettings({ process: { gracePeriod: 1 }, queueing: { exitTimeout: 1 } });
-    await using op = await startOperator((registry) => {
-      on.create("kopfstatusexamples", { registry, id: "create_fn" }, ({ patch }) => {
-        patch.status.merged = true;
-        patch.fns.push(appendOnce("spec", "items", "from-create"));
-        patch.fns.push(appendOnce("status", "items", "from-create"));
-      });
-      timer("kopfstatusexamples", { registry, id: "tick", interval: 0.3 }, ({ patch, spec }) => {
-        const ticks = (spec.ticks ?? []) as string[];
-        if (ticks.length >= 3) return;
-        // Each tick appends the next number: the function sees the live body, ticks included.
-        patch.fns.push((body) => {
-          const list = ((body.spec as JsonObject).ticks ??= []) as string[];
-          list.push(`t${list.length}`);
-        });
-      });
-    }, { namespaces: [namespace], settings });
-    await op.ready;
-    await client.api.create(STATUS_EXAMPLES, {
-      apiVersion: "kopf.dev/v1",
-      kind: "KopfStatusExample",
-      metadata: { name: "a" },
-      spec: { items: ["mine"] },
-    } as KubeObject, { namespace });
-
-    const done = await eventually(
-      async () => {
-        const body = await client.api.get(STATUS_EXAMPLES, "a", { namespace });
-        const spec = body.spec as { ticks?: string[]; items?: string[] };
-        return spec.ticks?.length === 3 && spec.items?.length === 2 ? body : undefined;
-      },
-      30_000,
-      "three ticks and the created item",
-    );
-    const { spec, status } = done as KubeObject & { spec: JsonObject; status: JsonObject };
-    assert.deepEqual(spec.items, ["mine", "from-create"], "appended, not replaced");
-    assert.deepEqual(spec.ticks, ["t0", "t1", "t2"], "each tick saw the previous ones");
-    assert.deepEqual(status.items, ["from-create"], "status changed through /status");
-    assert.equal(status.merged, true, "the merge patch of the same cycle");
-  },
-);
-
-Deno.test(
-  "applyPatch() re-applies patch.fns to the re-read object when the body they ran on is stale (K26-06)",
-  opts,
-  async () => {
-    using client = await testClient();
-    await applyCrds(client, STATUS_CRD);
-    const namespace = await testNamespace("k26fnsconflict");
-    const stale = await client.api.create(STATUS_EXAMPLES, {
-      apiVersion: "kopf.dev/v1",
-      kind: "KopfStatusExample",
-      metadata: { name: "a" },
-      spec: { items: ["one"] },
-    } as KubeObject, { namespace });
-    // Someone else appends meanwhile: the stale body's resourceVersion no longer matches.
-    await client.api.patch(STATUS_EXAMPLES, "a", { spec: { items: ["one", "other"] } }, {
-      namespace,
-    });
-    const seen: unknown[] = [];
-    const patch = new Patch();
-    patch.fns.push((body) => {
-      const spec = body.spec as { items: string[] };
-      seen.push([...spec.items]);
-      spec.items.push("mine");
-    });
-    const applied = await applyPatch(client.api, STATUS_EXAMPLES, stale, patch);
-    assert.equal(applied.state, "applied");
-    assert.deepEqual(
-      seen,
-      [["one"], ["one", "other"]],
-      "run on the stale body, then the fresh one",
-    );
-    const stored = await client.api.get(STATUS_EXAMPLES, "a", { namespace });
-    assert.deepEqual((stored.spec as JsonObject).items, ["one", "other", "mine"]);
   },
 );
 
