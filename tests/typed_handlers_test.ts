@@ -6,6 +6,7 @@
  */
 
 import assert from "node:assert/strict";
+import { on, OperatorRegistry, typedResource, type TypedResourceFields } from "../mod.ts";
 import { assertCompileErrors, denoCheck } from "./_typecheck.ts";
 
 Deno.test("typed handlers: correct uses and old untyped spellings compile (X-TOOL-02)", async () => {
@@ -24,4 +25,33 @@ Deno.test("typed resources: the client infers the object type from the constant;
 
 Deno.test("typed resources: misused fields of what the client reads and writes are compile errors; the short form is for handlers only (issue 30)", async () => {
   await assertCompileErrors(new URL("./types/client_wrong.ts", import.meta.url), 8);
+});
+
+Deno.test("typedResource(): the full form is a frozen full reference, wrong fields are one TypeError, and handlers select by it without the scope (issue 30)", () => {
+  const fields = {
+    group: "example.com",
+    version: "v1",
+    plural: "widgets",
+    kind: "Widget",
+    namespaced: true,
+  };
+  const widgets = typedResource(fields);
+  assert.deepEqual(widgets, fields);
+  assert.ok(Object.isFrozen(widgets));
+  assert.throws(
+    () => typedResource({ ...fields, namespaced: "yes" } as unknown as TypedResourceFields),
+    (error) => error instanceof TypeError && /check namespaced$/.test(error.message),
+  );
+  assert.throws(
+    () => typedResource({ group: "example.com", version: "v1" } as TypedResourceFields),
+    (error) => error instanceof TypeError && /check plural, kind, namespaced$/.test(error.message),
+  );
+  const registry = new OperatorRegistry();
+  on.create(widgets, { registry }, () => {});
+  assert.deepEqual(registry.registrations[0]!.selector, {
+    group: "example.com",
+    version: "v1",
+    plural: "widgets",
+    kind: "Widget",
+  });
 });

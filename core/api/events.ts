@@ -20,6 +20,7 @@
 import { buildObjectReference } from "../actions/loggers.ts";
 import { currentPosters } from "../engines/posting.ts";
 import type { KubeObject } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import type { LogLevel } from "../settings/settings.ts";
 
 /** What an explicit Event says. */
@@ -41,14 +42,14 @@ export interface EventMessage {
  * @param options Type, reason and message.
  */
 export function event(
-  objects: KubeObject | readonly KubeObject[],
+  objects: KubeObjectLike | readonly KubeObjectLike[],
   options: EventMessage & { readonly type: string },
 ): void {
   post(objects, options, undefined);
 }
 
 function post(
-  objects: KubeObject | readonly KubeObject[],
+  objects: KubeObjectLike | readonly KubeObjectLike[],
   options: EventMessage & { readonly type: string },
   level: LogLevel | undefined,
 ): void {
@@ -72,7 +73,10 @@ function post(
  * @param objects The object(s).
  * @param options Reason and message.
  */
-export function info(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
+export function info(
+  objects: KubeObjectLike | readonly KubeObjectLike[],
+  options: EventMessage,
+): void {
   post(objects, { ...options, type: "Normal" }, "info");
 }
 
@@ -81,7 +85,10 @@ export function info(objects: KubeObject | readonly KubeObject[], options: Event
  * @param objects The object(s).
  * @param options Reason and message.
  */
-export function warn(objects: KubeObject | readonly KubeObject[], options: EventMessage): void {
+export function warn(
+  objects: KubeObjectLike | readonly KubeObjectLike[],
+  options: EventMessage,
+): void {
   post(objects, { ...options, type: "Warning" }, "warning");
 }
 
@@ -92,7 +99,7 @@ export function warn(objects: KubeObject | readonly KubeObject[], options: Event
  * @param options The error, and optionally reason and message.
  */
 export function exception(
-  objects: KubeObject | readonly KubeObject[],
+  objects: KubeObjectLike | readonly KubeObjectLike[],
   options: { readonly error?: unknown; readonly reason?: string; readonly message?: string } = {},
 ): void {
   const error = options.error;

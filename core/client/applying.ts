@@ -10,9 +10,9 @@
  * @module
  */
 
-import type { KubeObject } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import { resourcePath } from "../structs/resources.ts";
-import type { KubeApi, ResourceRef } from "./api.ts";
+import type { KubeApi, ResourceRef, ResultOf } from "./api.ts";
 import { ApiError } from "./errors.ts";
 
 /** The content type of server-side apply patches. */
@@ -73,6 +73,8 @@ export class ApplyConflictError extends ApiError {
  * Applies an object (server-side apply): creates it if missing, else merges the stated fields
  * and makes `fieldManager` their owner.
  *
+ * @typeParam T The object's type when given explicitly; else inferred from a typed resource.
+ * @typeParam R The resource reference; a typed resource constant types the result.
  * @param api Object operations.
  * @param resource The object's resource.
  * @param body The applied configuration: `apiVersion`, `kind`, `metadata.name` and the fields
@@ -91,12 +93,15 @@ export class ApplyConflictError extends ApiError {
  * }, { fieldManager: "my-operator" });
  * ```
  */
-export async function applyObject<T extends KubeObject = KubeObject>(
+export async function applyObject<
+  T extends KubeObjectLike = never,
+  R extends ResourceRef = ResourceRef,
+>(
   api: KubeApi,
-  resource: ResourceRef,
-  body: KubeObject,
+  resource: R,
+  body: KubeObjectLike,
   options: ApplyOptions,
-): Promise<T> {
+): Promise<ResultOf<NoInfer<T>, R>> {
   const name = body.metadata?.name;
   if (!name) throw new TypeError("Server-side apply needs metadata.name in the applied object");
   if (!options.fieldManager) {
@@ -108,7 +113,7 @@ export async function applyObject<T extends KubeObject = KubeObject>(
     subresource: options.subresource,
   });
   try {
-    return await api.http.json<T>({
+    return await api.http.json<ResultOf<NoInfer<T>, R>>({
       method: "PATCH",
       path,
       body,

@@ -5,6 +5,7 @@
  */
 
 import type { KubeObject } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import type { Resource } from "../structs/resources.ts";
 import type { KubeApi } from "./api.ts";
 
@@ -68,7 +69,7 @@ const MAX_MESSAGE = 1024;
  */
 export function postEvent(
   api: KubeApi,
-  involved: KubeObject,
+  involved: KubeObjectLike,
   info: EventInfo,
   options: PostEventOptions = {},
 ): Promise<KubeObject> {

@@ -2,7 +2,8 @@
 // client and the hierarchy functions take typed objects (interfaces without an index
 // signature) wherever they take an object, outside handlers too. Checked by
 // tests/typed_handlers_test.ts.
-import type { KubeClient, KubeObject } from "../../mod.ts";
+import { applyObject, info, type KubeClient, type KubeObject } from "../../mod.ts";
+import { postEvent } from "../../core/client/events.ts";
 import { adopt, appendOwnerReference, harmonizeNaming, label } from "../../kits/hierarchies.ts";
 import { type ConfigMap, ConfigMaps, Pods } from "../../kits/builtins.ts";
 import { type KopfExample, KopfExamples } from "./_kopfexample.ts";
@@ -50,6 +51,13 @@ export async function uses(client: KubeClient): Promise<void> {
   const stored = await client.api.create(ConfigMaps, child);
   text(stored.data?.a);
   await client.api.create(PODS, pod);
+  // Server-side apply returns the typed object; Events take typed objects.
+  const applied = await client.api.get(KopfExamples, "x");
+  const kept = await applyObject(client.api, KopfExamples, applied, { fieldManager: "me" });
+  text(kept.spec?.field);
+  info(one, { reason: "Seen" });
+  info([one, pod], { reason: "Seen" });
+  await postEvent(client.api, pod, { type: "Normal", reason: "Seen", message: "" });
   await client.api.create(PODS, { apiVersion: "v1", kind: "Pod", spec: { anything: 1 } });
   void [untyped, listed];
 }
