@@ -16,7 +16,7 @@
  * 4. sharding: deploy/sharded.yaml at 1 replica, scaled to 3 and back to 1 through the scale
  *    subresource (as `kubectl scale` does) while objects are created: each handled exactly once,
  *    each replica's share read from its metrics endpoint, no finalizer touched;
- * 6. token rotation (opt-in, `KOPF_TS_TEST_TOKEN_ROTATION=1`, about 12 minutes): a projected
+ * 6. token rotation (opt-in, `KOPF_TS_TEST_TOKEN_ROTATION=1`, about 11 minutes): a projected
  *    service-account token of 600 s, the shortest the API server accepts; the kubelet writes a
  *    new one at about 80% of it, and the operator keeps working after the first has expired.
  *
@@ -838,7 +838,7 @@ Deno.test({
       await t.step({
         name: "6: token rotation — the kubelet refreshes a projected token of 600 s and the " +
           "operator keeps working after the first one expired (opt-in: " +
-          "KOPF_TS_TEST_TOKEN_ROTATION=1, about 12 minutes)",
+          "KOPF_TS_TEST_TOKEN_ROTATION=1, about 11 minutes)",
         ignore: !TOKEN_ROTATION,
         fn: timed("proof 6", async () => {
           const namespace = await createTestNamespace(plane, "incluster-token");
