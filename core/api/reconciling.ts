@@ -33,6 +33,7 @@ import type {
 } from "../intents/reconciliation.ts";
 import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
+import type { TypedResource } from "../intents/typed_resources.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { type HandlerOptions, OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
@@ -97,7 +98,7 @@ export type Reconciling<S, T> = (
  * @throws {TypeError} for a non-positive `resync` or `concurrency`, or a `watches` entry without `map`.
  */
 export function reconcile<S = Record<string, unknown>, T = Record<string, unknown>>(
-  spec: ResourceSpec,
+  spec: ResourceSpec | TypedResource<S>,
   optionsOrFn: ReconcileOptions<ReconcileContext<S, T>> | Reconciling<S, T>,
   maybeFn?: Reconciling<S, T>,
 ): Reconciling<S, T> {

@@ -22,6 +22,7 @@
  */
 
 import type { KubeObject } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import { resourceName } from "../structs/resources.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
 import {
@@ -149,7 +150,7 @@ export class InformerCache implements AsyncDisposable {
    * @returns The frozen object, or `undefined` when the cache does not have it.
    * @throws {CacheMissError} when no informer holds that resource in that namespace.
    */
-  get<T extends KubeObject = KubeObject>(
+  get<T extends KubeObjectLike = KubeObject>(
     resource: ResourceRef,
     name: string,
     options: { readonly namespace?: string | undefined } = {},
@@ -170,7 +171,7 @@ export class InformerCache implements AsyncDisposable {
    * @returns Frozen objects (each once, even if several informers hold it).
    * @throws {CacheMissError} when no informer holds that resource in that namespace.
    */
-  list<T extends KubeObject = KubeObject>(
+  list<T extends KubeObjectLike = KubeObject>(
     resource: ResourceRef,
     options: CacheListOptions = {},
   ): T[] {

@@ -9,6 +9,7 @@
  */
 
 import type { KubeObject } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import type { ResourceContext } from "./contexts.ts";
 import type { RetriedHandler } from "./handlers.ts";
 import type { SelectorFields } from "./selectors.ts";
@@ -81,7 +82,7 @@ export interface CacheReader {
    * @returns The frozen object, or `undefined`.
    * @throws {CacheMissError} when nothing caches that resource (add it to `owns` or `watches`).
    */
-  get<T extends KubeObject = KubeObject>(
+  get<T extends KubeObjectLike = KubeObject>(
     resource: string,
     name: string,
     namespace?: string,
@@ -94,7 +95,7 @@ export interface CacheReader {
    * @returns Frozen objects.
    * @throws {CacheMissError} when nothing caches that resource.
    */
-  list<T extends KubeObject = KubeObject>(
+  list<T extends KubeObjectLike = KubeObject>(
     resource: string,
     options?: {
       readonly namespace?: string | null;
@@ -126,7 +127,7 @@ export interface ReconcileContext<Spec = Record<string, unknown>, Status = Recor
    * @returns The object as stored (or as cached, when nothing was sent).
    * @throws {ApplyConflictError} when other managers own stated fields and `force` is false.
    */
-  apply(object: KubeObject, options?: ReconcileApplyOptions): Promise<KubeObject>;
+  apply(object: KubeObjectLike, options?: ReconcileApplyOptions): Promise<KubeObject>;
 }
 
 /** What a reconcile handler may return: nothing, or when to look again. */

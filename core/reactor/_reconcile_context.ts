@@ -13,6 +13,7 @@ import type { CacheReader, ReconcileContext } from "../intents/reconciliation.ts
 import { matchesResource, parseSelector } from "../intents/selectors.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { type KubeObject, objectFields } from "../structs/objects.ts";
+import type { KubeObjectLike } from "../structs/typed.ts";
 import type { Patch } from "../structs/patches.ts";
 import type { Resource } from "../structs/resources.ts";
 
@@ -92,10 +93,10 @@ export function cacheReader(
 ): CacheReader {
   const find = (name: string) => lookup(known, name);
   return {
-    get<T extends KubeObject = KubeObject>(resource: string, name: string, ns?: string) {
+    get<T extends KubeObjectLike = KubeObject>(resource: string, name: string, ns?: string) {
       return cache.get<T>(find(resource), name, { namespace: ns ?? namespace });
     },
-    list<T extends KubeObject = KubeObject>(
+    list<T extends KubeObjectLike = KubeObject>(
       resource: string,
       options: {
         readonly namespace?: string | null;

@@ -440,7 +440,8 @@ class ReconcileController {
       signal: workerSignal,
       cache: cacheReader(this.#cache, this.#known, body.metadata?.namespace),
       client: this.#deps.client,
-      apply: (object, options) => this.#applier.apply(body, object, options ?? {}, workerSignal),
+      apply: (object, options) =>
+        this.#applier.apply(body, object as KubeObject, options ?? {}, workerSignal),
     });
   }
 }

@@ -2,7 +2,7 @@
 // client and the hierarchy functions take typed objects (interfaces without an index
 // signature) wherever they take an object, outside handlers too. Checked by
 // tests/typed_handlers_test.ts.
-import { applyObject, info, type KubeClient, type KubeObject } from "../../mod.ts";
+import { applyObject, info, type KubeClient, type KubeObject, reconcile } from "../../mod.ts";
 import { postEvent } from "../../core/client/events.ts";
 import { adopt, appendOwnerReference, harmonizeNaming, label } from "../../kits/hierarchies.ts";
 import { type ConfigMap, ConfigMaps, Pods } from "../../kits/builtins.ts";
@@ -61,3 +61,12 @@ export async function uses(client: KubeClient): Promise<void> {
   await client.api.create(PODS, { apiVersion: "v1", kind: "Pod", spec: { anything: 1 } });
   void [untyped, listed];
 }
+
+// Reconcilers too: typed by the constant, applying typed children, reading typed cached ones.
+reconcile(KopfExamples, { owns: ["configmaps"] }, async (ctx) => {
+  text(ctx.spec.field);
+  const child: ConfigMap = { apiVersion: "v1", kind: "ConfigMap", data: { a: "b" } };
+  adopt(child);
+  await ctx.apply(child);
+  text(ctx.cache.get<ConfigMap>("configmaps", "x")?.data?.a);
+});
