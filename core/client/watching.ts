@@ -2,7 +2,8 @@
  * The list+watch loop: a stall-proof, self-healing stream of object events for one resource
  * in one namespace (or cluster-wide).
  *
- * Recovery is an explicit state machine (after kube-rs' watcher): list → watch from the list's
+ * Recovery is an explicit state machine (after kube-rs' watcher; its state, inputs and pure step
+ * function are in `watch_machine.ts`, this is its driver): list → watch from the list's
  * resourceVersion → on a normal end, resume from the last seen resourceVersion → on `410 Gone`,
  * relist. A watchdog aborts a stream that stays silent (no events, no bookmarks) for longer
  * than the inactivity timeout and resumes it: a half-dead TCP connection cannot stall us. An
@@ -21,20 +22,20 @@
  * @module
  */
 
-import { backoffDelay, sleep } from "../util/backoff.ts";
-import type { KubeApi, ResourceRef } from "./api.ts";
-import { ApiError } from "./errors.ts";
+import { sleep } from "../util/backoff.ts";
+import type { KubeApi, ResourceRef, WatchOptions } from "./api.ts";
 import type { ByteStream } from "./raw_stream.ts";
-import { nestedDeeperThan } from "../structs/dicts.ts";
-import type { KubeObject } from "../structs/objects.ts";
+import type { WatcherEvent } from "./watch_events.ts";
 import {
-  malformation,
-  type RawWatchEvent,
-  refusedStandIn,
-  tooDeepReason,
-  type WatcherEvent,
-  type WatchStartReason,
-} from "./watch_events.ts";
+  CONNECTED,
+  ENDED,
+  INITIAL_WATCH_STATE,
+  LISTED,
+  READ,
+  START,
+  watchRules,
+  watchStep,
+} from "./watch_machine.ts";
 import {
   WatchClientTimeoutError,
   type WatcherOptions,
@@ -66,13 +67,6 @@ export {
 } from "./watch_stream.ts";
 export { type ObjectEvent, objectEvents } from "./object_events.ts";
 
-/** The annotation of the bookmark that ends the initial events of a streaming list. */
-const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
-
-function isGone(error: unknown): boolean {
-  return error instanceof ApiError && (error.code === 410 || error.reason === "Expired");
-}
-
 /**
  * An endless list+watch stream of one resource that survives timeouts, stalls, 410 Gone and
  * network failures. Ends only when the signal aborts.
@@ -80,6 +74,9 @@ function isGone(error: unknown): boolean {
  * Guarantees: after every `init`…`initDone` sequence the consumer has seen every object that
  * exists; later `apply`/`delete` events are in resourceVersion order. Caveat: objects deleted
  * while a relist was needed are not reported by this stage (see {@link objectEvents}).
+ *
+ * This is the state machine's driver: it sends the requests, runs the timers and sleeps, and
+ * feeds what happens to {@link watchStep} (`watch_machine.ts`), which decides the rest.
  *
  * @param api Object operations to use.
  * @param resource The resource to watch.
@@ -93,203 +90,126 @@ export async function* watcher(
 ): AsyncGenerator<WatcherEvent> {
   const signal = options.signal;
   const inactivityMs = options.inactivityTimeoutMs ?? 90_000;
-  let resourceVersion: string | undefined;
-  let failures = 0;
-  let reason: WatchStartReason = "initial";
-  let silent = false; // the last request went silent, and nothing came since
+  const rules = watchRules(options, {
+    method: "GET",
+    path: `watch ${resource.plural}`,
+    server: api.http.connection.server,
+  });
   const selectors = {
     namespace: options.namespace,
     labelSelector: options.labelSelector,
     fieldSelector: options.fieldSelector,
     shardSelector: options.shardSelector,
   };
-  const accept = options.accept ?? (() => true);
-  // Objects nested too deep for the framework's recursive copies and diffs are refused here, at
-  // the door: measured without recursion, and only when a limit is set.
-  const maxDepth = options.maxDepth;
-  const tooDeep = maxDepth === undefined
-    ? () => false
-    : (object: KubeObject) => nestedDeeperThan(object, maxDepth);
-  const refused = (object: KubeObject): WatcherEvent => ({
-    type: "refused",
-    reason: tooDeepReason(object, maxDepth ?? Infinity),
-    object: refusedStandIn(object),
-  });
+  const query: WatchOptions = {
+    ...selectors,
+    allowBookmarks: true,
+    timeoutSeconds: options.serverTimeoutSeconds === null
+      ? undefined
+      : options.serverTimeoutSeconds ?? 300,
+    connectTimeoutMs: options.connectTimeoutMs,
+  };
+  const limits = {
+    maxLineBytes: options.maxLineBytes,
+    resource: resource.group ? `${resource.plural}.${resource.group}` : resource.plural,
+  };
+  let step = watchStep(INITIAL_WATCH_STATE, START, rules);
   while (!signal?.aborted) {
     try {
-      // A streaming list: the objects arrive as the watch's first events (see below).
-      let streaming = false;
-      if (resourceVersion === undefined && options.initialStreaming) {
-        yield { type: "init" };
-        streaming = true;
-      } else if (resourceVersion === undefined) {
-        yield { type: "init" };
-        let listedVersion = "";
-        for await (
-          const page of api.listPages(resource, { ...selectors, limit: options.pageSize, signal })
-        ) {
-          for (const object of page.items) {
-            if (!accept(object)) continue;
-            yield tooDeep(object) ? refused(object) : { type: "initApply", object };
-          }
-          listedVersion = page.metadata?.resourceVersion ?? listedVersion;
+      const { emit, action } = step;
+      if (Array.isArray(emit)) { for (const event of emit) yield event; }
+      else if (emit) yield emit as WatcherEvent;
+      if (action.type === "wait") {
+        await sleep(action.ms, signal);
+        step = watchStep(step.state, START, rules);
+      } else if (action.type === "list") {
+        const pages = api.listPages(resource, { ...selectors, limit: options.pageSize, signal });
+        for await (const page of pages) {
+          step = watchStep(step.state, { type: "page", page }, rules);
+          for (const event of step.emit as readonly WatcherEvent[]) yield event;
         }
-        resourceVersion = listedVersion;
-        yield { type: "initDone", resourceVersion };
+        step = watchStep(step.state, LISTED, rules);
+      } else if (action.type === "watch") {
+        using request = new WatchRequest(signal, options.clientTimeoutMs);
+        const response = await request.send(api, resource, {
+          ...query,
+          ...(action.sendInitialEvents
+            ? { sendInitialEvents: true }
+            : { resourceVersion: action.resourceVersion }),
+        }, inactivityMs);
+        step = watchStep(step.state, CONNECTED, rules);
+        yield step.emit as WatcherEvent;
+        const lines = readWatchEvents(
+          response,
+          inactivityMs,
+          request.controller,
+          undefined,
+          limits,
+        );
+        for await (const line of lines) {
+          step = watchStep(step.state, { type: "line", line }, rules);
+          if (step.action !== READ) break; // an ERROR event: its outcome is yielded after
+          if (step.emit) yield step.emit as WatcherEvent;
+        }
+        if (step.action === READ) step = watchStep(step.state, ENDED, rules);
       }
-      const controller = new AbortController();
-      const stop = () => controller.abort(signal?.reason);
-      signal?.addEventListener("abort", stop, { once: true });
-      // Also guards the connection phase: a server that accepts but never answers is a stall.
-      const connectTimer = setTimeout(
-        () => controller.abort(new WatchStalledError(inactivityMs)),
-        inactivityMs,
-      );
-      const clientMs = options.clientTimeoutMs;
-      const clientTimer = clientMs
-        ? setTimeout(() => controller.abort(new WatchClientTimeoutError(clientMs)), clientMs)
-        : undefined;
-      try {
-        let response: ByteStream;
-        try {
-          response = await api.watchBytes(resource, {
-            ...selectors,
-            ...(streaming ? { sendInitialEvents: true } : { resourceVersion }),
-            allowBookmarks: true,
-            timeoutSeconds: options.serverTimeoutSeconds === null
-              ? undefined
-              : options.serverTimeoutSeconds ?? 300,
-            connectTimeoutMs: options.connectTimeoutMs,
-            signal: controller.signal,
-          });
-        } catch (error) {
-          // Timing out before any answer is a failure (retried at once), not a normal end.
-          const reason = controller.signal.reason;
-          if (reason instanceof WatchStalledError || reason instanceof WatchClientTimeoutError) {
-            throw reason;
-          }
-          throw error;
-        } finally {
-          clearTimeout(connectTimer);
-        }
-        yield { type: "connected", resourceVersion: resourceVersion ?? "", reason };
-        reason = "end";
-        try {
-          const events = readWatchEvents(response, inactivityMs, controller, undefined, {
-            maxLineBytes: options.maxLineBytes,
-            resource: resource.group ? `${resource.plural}.${resource.group}` : resource.plural,
-          });
-          for await (const line of events) {
-            failures = 0;
-            silent = false;
-            const problem = malformation(line);
-            if (problem) {
-              yield { type: "skipped", reason: problem };
-              continue;
-            }
-            const event = line as RawWatchEvent;
-            const version = event.object?.metadata?.resourceVersion;
-            if (streaming) {
-              // Until the bookmark that ends them, the objects' own versions are not a position.
-              const ended = event.type === "BOOKMARK" &&
-                event.object?.metadata?.annotations?.[INITIAL_EVENTS_END] === "true";
-              if (event.type === "ADDED" && accept(event.object)) {
-                yield tooDeep(event.object)
-                  ? refused(event.object)
-                  : { type: "initApply", object: event.object };
-              } else if (ended && version) {
-                resourceVersion = version;
-                streaming = false;
-                yield { type: "initDone", resourceVersion };
-              }
-              if (event.type !== "ERROR") continue;
-            }
-            switch (event.type) {
-              case "ADDED":
-              case "MODIFIED":
-                if (version) resourceVersion = version;
-                if (accept(event.object)) {
-                  yield tooDeep(event.object)
-                    ? refused(event.object)
-                    : { type: "apply", object: event.object, raw: event.type };
-                }
-                break;
-              case "DELETED":
-                if (version) resourceVersion = version;
-                if (accept(event.object)) {
-                  // Even refused, a deletion is reported, so that consumers forget the object.
-                  const object = tooDeep(event.object)
-                    ? refusedStandIn(event.object)
-                    : event.object;
-                  yield { type: "delete", object };
-                }
-                break;
-              case "BOOKMARK":
-                if (version) resourceVersion = version;
-                yield { type: "bookmark", resourceVersion: resourceVersion ?? "" };
-                break;
-              case "ERROR": {
-                const status = event.object as { code?: number; reason?: string; message?: string };
-                throw new ApiError({
-                  code: status.code ?? 500,
-                  reason: status.reason ?? "InternalError",
-                  message: status.message ?? "watch error",
-                  request: {
-                    method: "GET",
-                    path: `watch ${resource.plural}`,
-                    server: api.http.connection.server,
-                  },
-                });
-              }
-            }
-          }
-        } catch (error) {
-          // Silent after the server had answered: told apart from a request never answered.
-          if (error instanceof WatchStalledError && !error.connected && !signal?.aborted) {
-            const repeated = silent;
-            silent = true;
-            throw new WatchStalledError(error.ms, { connected: true, repeated });
-          }
-          // The request lived as long as allowed: resume from the last version, as after a
-          // server-side timeout.
-          if (!(error instanceof WatchClientTimeoutError) || signal?.aborted) throw error;
-        }
-      } finally {
-        clearTimeout(clientTimer);
-        signal?.removeEventListener("abort", stop);
-      }
-
-      // The server (timeoutSeconds) or the client-side timeout ended the stream: resume after a
-      // short pause.
-      await sleep(options.reconnectBackoffMs ?? 100, signal).catch(() => {});
     } catch (error) {
       if (signal?.aborted) return;
-      if (isGone(error)) {
-        resourceVersion = undefined; // relist immediately: the history we need is compacted away
-        reason = "gone";
-        continue;
-      }
-      reason = error instanceof WatchStalledError || error instanceof WatchClientTimeoutError
-        ? "stall"
-        : "error";
-      // A stall (or no answer within the client-side timeout) reconnects at once; a 429 waits as
-      // long as the server asks; others back off.
-      const retryInMs =
-        error instanceof WatchStalledError || error instanceof WatchClientTimeoutError
-          ? 0
-          : error instanceof ApiError && error.retryAfterMs !== undefined
-          ? (failures++, error.retryAfterMs)
-          : backoffDelay(failures++, options.backoff);
-      yield {
-        type: "error",
-        error: error instanceof Error ? error : new Error(String(error)),
-        retryInMs,
-      };
-      try {
-        await sleep(retryInMs, signal);
-      } catch {
-        return;
-      }
+      step = watchStep(step.state, { type: "failed", error }, rules);
     }
+  }
+}
+
+/**
+ * One watch request's abort controller: aborted with the watcher's signal, and by the
+ * client-side timeout (the request's whole life, connecting included); disposed when the request
+ * is over.
+ */
+class WatchRequest implements Disposable {
+  readonly controller = new AbortController();
+  readonly #signal: AbortSignal | undefined;
+  readonly #stop = () => this.controller.abort(this.#signal?.reason);
+  readonly #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(signal: AbortSignal | undefined, clientMs: number | undefined) {
+    this.#signal = signal;
+    signal?.addEventListener("abort", this.#stop, { once: true });
+    this.#timer = clientMs
+      ? setTimeout(() => this.controller.abort(new WatchClientTimeoutError(clientMs)), clientMs)
+      : undefined;
+  }
+
+  /**
+   * Sends the request; a server that accepts but never answers within the inactivity timeout
+   * is a stall. Timing out before any answer is a failure (retried at once), not a normal end:
+   * it rejects with the timeout's error.
+   */
+  async send(
+    api: KubeApi,
+    resource: ResourceRef,
+    query: WatchOptions,
+    inactivityMs: number,
+  ): Promise<ByteStream> {
+    const controller = this.controller;
+    const timer = setTimeout(
+      () => controller.abort(new WatchStalledError(inactivityMs)),
+      inactivityMs,
+    );
+    try {
+      return await api.watchBytes(resource, { ...query, signal: controller.signal });
+    } catch (error) {
+      const reason = controller.signal.reason;
+      if (reason instanceof WatchStalledError || reason instanceof WatchClientTimeoutError) {
+        throw reason;
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  [Symbol.dispose](): void {
+    clearTimeout(this.#timer);
+    this.#signal?.removeEventListener("abort", this.#stop);
   }
 }
