@@ -13,6 +13,17 @@
  *   // … run the operator with KUBECONFIG=plane.kubeconfigPath and assert on the cluster …
  * });
  * ```
+ *
+ * @example One test body on the in-memory emulator and on the real plane
+ * ```ts ignore
+ * import { backendTest, stopBackends } from "@kopf/ts/testing";
+ *
+ * backendTest("my operator creates a ConfigMap", async (backend) => {
+ *   const namespace = await backend.createNamespace("my-test");
+ *   // … run the operator with KUBECONFIG=backend.kubeconfigPath and assert on the API …
+ * });
+ * Deno.test("stop the test backends", stopBackends);
+ * ```
  * @module
  */
 
@@ -27,4 +38,15 @@ export {
   type SharedControlPlane,
   sharedControlPlane,
 } from "./control_plane.ts";
+export {
+  BACKEND_NAMES,
+  type BackendName,
+  backendTest,
+  type BackendTestOptions,
+  selectedBackends,
+  stopBackends,
+  type TestBackend,
+  testBackend,
+  withBackend,
+} from "./backend.ts";
 export { KopfRunner, type RunnerOptions } from "./runner.ts";

@@ -1,8 +1,9 @@
 /**
  * Contract tests: one suite of API behaviours, run against both the in-memory emulator
- * (`kits/emulator/`) and the real control plane (`sharedControlPlane()`), so that the emulator's
- * fidelity is proved rather than assumed. Differences that remain are listed in
- * docs/emulator.md. `KOPF_TS_CONTRACT_BACKENDS=emulator` (or `real`) runs one backend only.
+ * (`kits/emulator/`) and the real control plane (`sharedControlPlane()`) with the testing
+ * fixture `testing/backend.ts`, so that the emulator's fidelity is proved rather than assumed.
+ * Differences that remain are listed in docs/emulator.md. `KOPF_TS_TEST_BACKEND=emulator` (or
+ * `plane`) runs one backend only; `KOPF_TS_CONTRACT_BACKENDS` (`emulator`, `real`) still works.
  */
 
 import assert from "node:assert/strict";
@@ -16,8 +17,12 @@ import { type Lease, LEASES } from "../core/client/leases.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { shardOfObject, shardSelector } from "../core/structs/shards.ts";
 import type { Resource } from "../core/structs/resources.ts";
-import { Emulator } from "../kits/emulator/mod.ts";
-import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+import {
+  selectedBackends,
+  stopBackends,
+  type TestBackend,
+  withBackend,
+} from "../testing/backend.ts";
 import {
   applyCrdObjects,
   applyCrds,
@@ -34,41 +39,28 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 const SECRETS: Resource = { ...CONFIGMAPS, plural: "secrets", singular: "secret", kind: "Secret" };
 const GROUP = "contract.kopf.dev";
 
-interface Backend {
-  readonly name: string;
-  readonly access: () => Promise<
-    { server: string; caPem: string; adminToken: string; kubeconfigPath: string }
-  >;
-  readonly compact: () => Promise<void>;
-}
-
-let emulator: Promise<Emulator> | undefined;
-const emulated = () => emulator ??= Emulator.start();
-const selected = (Deno.env.get("KOPF_TS_CONTRACT_BACKENDS") ?? "emulator,real").split(",");
-const BACKENDS: Backend[] = [
-  { name: "emulator", access: emulated, compact: async () => (await emulated()).compact() },
-  {
-    name: "real",
-    access: sharedControlPlane,
-    compact: async () => await (await sharedControlPlane()).compact(),
-  },
-].filter((b) => selected.includes(b.name));
+/** The backends: `$KOPF_TS_TEST_BACKEND`, or this suite's older `$KOPF_TS_CONTRACT_BACKENDS`. */
+const BACKENDS = selectedBackends(
+  Deno.env.get("KOPF_TS_CONTRACT_BACKENDS")?.replaceAll("real", "plane") ||
+    Deno.env.get("KOPF_TS_TEST_BACKEND"),
+);
 
 interface Ctx {
-  readonly backend: Backend;
+  readonly backend: TestBackend;
   readonly client: KubeClient;
   readonly namespace: string;
   readonly kubeconfigPath: string;
 }
 
 function contract(name: string, fn: (ctx: Ctx) => Promise<void>): void {
-  for (const backend of BACKENDS) {
-    Deno.test(`[${backend.name}] ${name}`, opts, async () => {
-      const access = await backend.access();
-      using client = new KubeClient(await loadKubeconfig({ paths: [access.kubeconfigPath] }));
-      const namespace = await createTestNamespace(access, "contract");
-      await fn({ backend, client, namespace, kubeconfigPath: access.kubeconfigPath });
-    });
+  for (const backendName of BACKENDS) {
+    Deno.test(`[${backendName}] ${name}`, opts, () =>
+      withBackend(backendName, async (backend) => {
+        const { kubeconfigPath } = backend;
+        using client = new KubeClient(await loadKubeconfig({ paths: [kubeconfigPath] }));
+        const namespace = await backend.createNamespace("contract");
+        await fn({ backend, client, namespace, kubeconfigPath });
+      }));
   }
 }
 
@@ -552,7 +544,7 @@ contract("bookmarks before the watch timeout, when there is progress", async (ct
     timeoutSeconds: 4,
   });
   // A change elsewhere moves the resource's version on without an event for this watch.
-  const elsewhere = await createTestNamespace(await ctx.backend.access(), "contract-other");
+  const elsewhere = await ctx.backend.createNamespace("contract-other");
   await client.api.create(CONFIGMAPS, { metadata: { name: "elsewhere" } }, {
     namespace: elsewhere,
   });
@@ -1110,7 +1102,7 @@ contract(
       fieldManager: "second",
     });
     assert.deepEqual(dropped.data, { a: "1", c: "3" }, "b went; a stays (also owned by first)");
-    if (backend.name === "real") {
+    if (backend.name === "plane") {
       assert.ok(dropped.metadata?.managedFields, "kube-apiserver shows managedFields");
     } else {
       assert.equal(dropped.metadata?.managedFields, undefined, "the emulator does not show them");
@@ -1120,7 +1112,7 @@ contract(
     const overEdit = await applyObject(client.api, CONFIGMAPS, cm({ c: "3" }), {
       fieldManager: "second",
     }).then((o) => o, (e) => e);
-    if (backend.name === "real") {
+    if (backend.name === "plane") {
       assert.ok(overEdit instanceof ApplyConflictError, String(overEdit));
     } else assert.deepEqual((overEdit as KubeObject).data, { a: "1", c: "3" });
   },
@@ -1333,6 +1325,4 @@ contract(
   },
 );
 
-Deno.test("stop the emulator", opts, async () => {
-  if (emulator) await (await emulator).stop();
-});
+Deno.test("stop the emulator", opts, stopBackends);
