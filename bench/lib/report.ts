@@ -312,7 +312,9 @@ export function renderMarkdown(results: BenchResults): string {
       if (has(RAW)) header.push(`${label(id)} ÷ raw`);
       for (const [peer, heading] of PEERS) {
         const other = peerOf(id, peer, ids);
-        if (other) header.push(`${label(id)} ÷ ${other === peer ? heading : label(other)}`);
+        if (other) {
+          header.push(`${label(id)} ÷ ${heading}${other === peer ? "" : ", state in status"}`);
+        }
       }
     }
     lines.push(`| ${header.join(" | ")} |`);
