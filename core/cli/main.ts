@@ -351,14 +351,6 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   }
 
   await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
-  if (!namespaces.length && !o["all-namespaces"]) {
-    // As Kopf, which serves the cluster then too but warns that it will insist on a choice.
-    new Logger(["kopf", "operator"]).warning(
-      "Neither --namespace nor --all-namespaces is given: serving the whole cluster. Give " +
-        "-A (--all-namespaces) or -n NAMESPACE explicitly; a later version may require one.",
-    );
-  }
-
   for (
     const [target, isModule] of [
       ...parsed.positionals.map((p) => [p, false] as const),
@@ -372,6 +364,15 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
       const why = error instanceof Error ? error.message : String(error);
       return fail(`Cannot load handlers from ${target}: ${why}`);
     }
+  }
+
+  if (!namespaces.length && !o["all-namespaces"]) {
+    // After loading, so a module that cannot load stays one error line. As Kopf, which serves
+    // the cluster then too but warns that it will insist on a choice.
+    new Logger(["kopf", "operator"]).warning(
+      "Neither --namespace nor --all-namespaces is given: serving the whole cluster. Give " +
+        "-A (--all-namespaces) or -n NAMESPACE explicitly; a later version may require one.",
+    );
   }
 
   if (o.embedded) {
