@@ -5,6 +5,14 @@
  * embed them with {@link operator}. Handlers receive one context object (`spec`, `status`,
  * `patch`, `logger`, `diff`, `retry`, `signal`, …); what they return goes to `status.<id>`.
  *
+ * This entry point is what handler code and its operator need: the `on.*` registrations and
+ * their options, the handler contexts, filters, the errors handlers throw and catch, settings
+ * and storages, `KubeClient` and typed resources, running and embedding, webhook servers.
+ * Below it, on subpaths of their own: `@kopf/ts/client` (the API client's transport, raw API,
+ * discovery, watching, informers), `@kopf/ts/tuning` (the work queue, the observer interface,
+ * the registry's handler records), and the kits: `@kopf/ts/builtins`, `@kopf/ts/hierarchies`,
+ * `@kopf/ts/conditions`, `@kopf/ts/metrics`, `@kopf/ts/emulator`, `@kopf/ts/testing`.
+ *
  * @example A minimal operator
  * ```ts
  * import { on } from "./mod.ts";
@@ -69,9 +77,9 @@ export { configureLogging, type LogFormat, type LoggingOptions } from "./core/ap
 export { operator, type OperatorOptions, OperatorStartError } from "./core/reactor/running.ts";
 export {
   ErrorsMode,
+  HandlerResultError,
   HandlerRetriesError,
   HandlerTimeoutError,
-  type Outcome,
   PermanentError,
   TemporaryError,
 } from "./core/actions/execution.ts";
@@ -113,21 +121,7 @@ export {
   type ValueFilter,
   type WhenCallback,
 } from "./core/intents/filters.ts";
-export type {
-  Activity,
-  ActivityHandler,
-  BaseHandler,
-  ChangingHandler,
-  HandlerFn,
-  HandlerId,
-  IndexingHandler,
-  Reason,
-  Registration,
-  ResourceHandler,
-  RetriedHandler,
-  SpawningHandler,
-  WatchingHandler,
-} from "./core/intents/handlers.ts";
+export type { Activity, HandlerId, Reason } from "./core/intents/handlers.ts";
 export {
   getDefaultRegistry,
   OperatorRegistry,
@@ -191,13 +185,7 @@ export {
 } from "./core/settings/status_first.ts";
 export { type Diff, type DiffItem, type DiffOperation } from "./core/structs/diffs.ts";
 export type { FieldPath, FieldSpec, JsonObject, JsonValue, Mapping } from "./core/structs/dicts.ts";
-export {
-  type JsonPatchOp,
-  Patch,
-  type PatchFn,
-  type PatchRequests,
-  type PatchRequestsOptions,
-} from "./core/structs/patches.ts";
+export { type JsonPatchOp, Patch, type PatchFn } from "./core/structs/patches.ts";
 export type {
   Annotations,
   KubeList,
@@ -209,34 +197,14 @@ export type {
 export type { Resource } from "./core/structs/resources.ts";
 export type { NamespacePattern } from "./core/structs/namespaces.ts";
 export { type ConnectOptions, KubeClient } from "./core/client/client.ts";
-export type { FetchFn, HttpClient, HttpClientOptions, HttpRequest } from "./core/client/http.ts";
-export type { ByteStream } from "./core/client/raw_stream.ts";
-export type { BackoffOptions } from "./core/util/backoff.ts";
 export {
-  type BodyFor,
-  type CallOptions,
-  type DeleteOptions as ApiDeleteOptions,
-  KubeApi,
-  type ListOptions,
-  type PatchOptions,
-  type PatchType,
-  type ResourceRef,
-  type ResultOf,
-  type WatchOptions,
-} from "./core/client/api.ts";
-export type { Discovery, DiscoveryOptions } from "./core/client/discovery.ts";
-export {
-  autoConfigure,
-  type AutoConfigureOptions,
   ConfigError,
-  type EnvironmentOptions,
   type InClusterOptions,
   type KubeconfigOptions,
   loadInCluster,
   loadKubeconfig,
-  type ReadFileFn,
 } from "./core/client/config.ts";
-export type { ConnectionInfo, Credentials } from "./core/client/connection.ts";
+export type { ConnectionInfo } from "./core/client/connection.ts";
 export { type ConnectionFields, connectionInfo } from "./core/client/connection_fields.ts";
 export { LoginError } from "./core/client/vault.ts";
 export {
@@ -245,12 +213,6 @@ export {
   type StatusDetails,
   TransportError,
 } from "./core/client/errors.ts";
-export {
-  RequestCounters,
-  type RequestKey,
-  type RequestListener,
-  type Verb,
-} from "./core/client/counters.ts";
 export { type Metrics, metrics } from "./core/api/metrics.ts";
 export type {
   CounterMetric,
@@ -260,32 +222,6 @@ export type {
   MetricLabels,
   MetricOptions,
 } from "./core/engines/metrics_custom.ts";
-// Types only: the engine (with prom-client) is `@kopf/ts/metrics`, loaded only where it is used.
-export type {
-  MetricsEngine,
-  MetricsEngineOptions,
-  MetricsSources,
-  ResourceInventory,
-} from "./core/engines/metrics.ts";
-export {
-  combineObservers,
-  type CycleInfo,
-  type CycleSummary,
-  type HandlerInfo,
-  type HandlerKind,
-  NULL_OBSERVER,
-  type OperatorObserver,
-  type OutcomeLabel,
-  outcomeLabel,
-} from "./core/engines/observers.ts";
-export {
-  type ObjectEvent,
-  objectEvents,
-  watcher,
-  type WatcherEvent,
-  type WatcherOptions,
-  type WatchStartReason,
-} from "./core/client/watching.ts";
 export { ActivityError } from "./core/engines/activities.ts";
 export type { ActivityContext } from "./core/intents/contexts.ts";
 export type { Activating, ActivityOptions } from "./core/api/on.ts";
@@ -309,7 +245,6 @@ export { run, type RunningOperator, start } from "./core/api/embedding.ts";
 export type { OperatorStats } from "./core/reactor/orchestration.ts";
 export type { AdmissionOptions, Admitting } from "./core/api/on.ts";
 export type { AdmissionContext } from "./core/intents/contexts.ts";
-export type { WebhookHandler, WebhookKind } from "./core/intents/handlers.ts";
 export { AdmissionError } from "./core/engines/admission.ts";
 export {
   type CertificateIssuer,
@@ -354,33 +289,8 @@ export type {
   ObjectKey,
   ReconcileApplyOptions,
   ReconcileContext,
-  ReconcileRegistration,
   ReconcileResult,
-  ReconcilingHandler,
-  WatchedRelation,
 } from "./core/intents/reconciliation.ts";
-export {
-  type ApplyConflict,
-  ApplyConflictError,
-  applyObject,
-  type ApplyOptions,
-} from "./core/client/applying.ts";
-export {
-  type CacheEvent,
-  type CacheListOptions,
-  CacheMissError,
-  type CacheTransform,
-  dropManagedFields,
-  Informer,
-  InformerCache,
-  type InformerCacheOptions,
-  type InformerScope,
-  type TapOptions,
-} from "./core/client/caching.ts";
-export {
-  type QueueClock,
-  type RunOptions,
-  WorkQueue,
-  type WorkQueueOptions,
-} from "./core/util/workqueue.ts";
+export { type ApplyConflict, ApplyConflictError } from "./core/client/applying.ts";
+export { CacheMissError } from "./core/client/caching.ts";
 export type { CachingSettings } from "./core/settings/settings.ts";

@@ -8,7 +8,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type KubeClient, type KubeObject, watcher } from "../mod.ts";
+import type { KubeClient, KubeObject } from "../mod.ts";
+import { watcher } from "../client.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import { type SpawnedOperator, spawnOperator } from "./_operator.ts";
 import {

@@ -91,6 +91,12 @@ Deno.test(
     // deno.json names the checkout by a relative path (moving both together keeps it working).
     const config = JSON.parse(await Deno.readTextFile(`${project}/deno.json`));
     assert.equal(config.imports["@kopf/ts"], `${relative(project, ROOT)}/mod.ts`);
+    // Every export of the package resolves in the project, to the checkout's module.
+    const exported = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)).exports;
+    for (const [sub, target] of Object.entries(exported as Record<string, string>)) {
+      const name = sub === "." ? "@kopf/ts" : `@kopf/ts/${sub.slice(2)}`;
+      assert.equal(config.imports[name], `${relative(project, ROOT)}/${target.slice(2)}`, name);
+    }
     assert.ok(Object.values(config.imports).every((v) => !String(v).startsWith("/")));
     assert.match(config.tasks.dev, /--embedded --standalone --all-namespaces /);
     const readme = await Deno.readTextFile(`${project}/README.md`);

@@ -4,7 +4,7 @@
  *
  * Layers, lowest first (see docs/architecture.md): core/util, core/structs, core/settings,
  * core/client, core/actions, core/intents, core/engines, core/reactor, core/api, core/cli, kits,
- * then the top (mod.ts, cli.ts) and testing/. A file may import its own layer or lower ones.
+ * then the top (the entry points mod.ts, client.ts, tuning.ts, cli.ts) and testing/. A file may import its own layer or lower ones.
  * core/api is what handler code calls; core/cli is the `kopf` command line, which nothing in
  * core/ or kits/ imports. Inside core/cli the order is its parts (args.ts, scaling.ts,
  * loading.ts), then the build-time generators (core/cli/generate/: init, generate types/rbac,
@@ -37,6 +37,8 @@ const LAYERS: ReadonlyArray<readonly [prefix: string, rank: number]> = [
   ["core/cli/", 9],
   ["kits/", 10],
   ["mod.ts", 11],
+  ["client.ts", 11],
+  ["tuning.ts", 11],
   ["cli.ts", 11],
   ["testing/", 12],
 ];

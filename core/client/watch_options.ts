@@ -87,6 +87,8 @@ export class WatchStalledError extends Error {
   /** Whether the stream's previous request went silent too, with nothing received since. */
   readonly repeated: boolean;
   /**
+   * Creates the error of a silent watch stream or request.
+   *
    * @param ms The inactivity timeout that expired.
    * @param options `connected`: the server had answered before the silence; `repeated`: the
    *   previous request of the stream went silent too, with nothing received since.
@@ -121,7 +123,11 @@ export function isRoutineSilence(error: unknown): boolean {
 
 /** A watch request reached the client-side timeout (`clientTimeoutMs`). */
 export class WatchClientTimeoutError extends Error {
-  /** @param ms The client-side timeout that expired. */
+  /**
+   * Creates the error of a watch request ended by the client-side timeout.
+   *
+   * @param ms The client-side timeout that expired.
+   */
   constructor(ms: number) {
     super(`Watch request reached the client-side timeout of ${ms} ms; resuming`);
     this.name = "WatchClientTimeoutError";

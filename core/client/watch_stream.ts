@@ -38,6 +38,8 @@ export class WatchLineTooLongError extends Error {
   /** The limit that was exceeded, in bytes. */
   readonly limit: number;
   /**
+   * Creates the error of a watch line past the limit.
+   *
    * @param limit The limit that was exceeded, in bytes.
    * @param resource The watched resource, if known.
    */

@@ -2,7 +2,8 @@
 // client and the hierarchy functions take typed objects (interfaces without an index
 // signature) wherever they take an object, outside handlers too. Checked by
 // tests/typed_handlers_test.ts.
-import { applyObject, info, type KubeClient, type KubeObject, reconcile } from "../../mod.ts";
+import { info, type KubeClient, type KubeObject, reconcile } from "../../mod.ts";
+import { applyObject } from "../../client.ts";
 import { postEvent } from "../../core/client/events.ts";
 import { adopt, appendOwnerReference, harmonizeNaming, label } from "../../kits/hierarchies.ts";
 import { type ConfigMap, ConfigMaps, Pods } from "../../kits/builtins.ts";

@@ -101,6 +101,8 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
   const imports: Record<string, string> = kopf
     ? {
       "@kopf/ts": `${kopf}/mod.ts`,
+      "@kopf/ts/client": `${kopf}/client.ts`,
+      "@kopf/ts/tuning": `${kopf}/tuning.ts`,
       "@kopf/ts/testing": `${kopf}/testing/mod.ts`,
       "@kopf/ts/emulator": `${kopf}/kits/emulator/mod.ts`,
       "@kopf/ts/cli": `${kopf}/cli.ts`,
