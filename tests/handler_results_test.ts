@@ -32,6 +32,7 @@ Deno.test(
     const settings = createSettings({ posting: { aggregationWindow: 0.2 } });
     settings.execution.defaultBackoff = 0.2;
     await using op = await startOperator((registry) => {
+      // @ts-expect-error: a BigInt result is a compile error too; this proves the run-time check
       on.create("kopfexamples", { registry, backoff: 0.2 }, function big_fn() {
         count("big_fn");
         return { count: 10n };
@@ -42,6 +43,7 @@ Deno.test(
         circular.self = circular;
         return circular as Record<string, never>;
       });
+      // @ts-expect-error: a Map result is a compile error too; this proves the run-time check
       on.create("kopfexamples", { registry, backoff: 0.2 }, function map_fn() {
         count("map_fn");
         return { seen: new Map([["a", 1]]) };

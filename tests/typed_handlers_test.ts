@@ -18,6 +18,15 @@ Deno.test("typed handlers: each misuse of a typed field is a compile error (X-TO
   await assertCompileErrors(new URL("./types/typed_wrong.ts", import.meta.url), 16);
 });
 
+Deno.test("handler results: JSON results, results typed unknown/any, void and promises of them compile for every stored handler kind (RES-01, issue 30)", async () => {
+  const { ok, output } = await denoCheck(new URL("./types/results_ok.ts", import.meta.url));
+  assert.ok(ok, output);
+});
+
+Deno.test("handler results: a BigInt, Symbol, function, Map, Set or object with methods, also nested in objects and arrays, is a compile error at the handler of every stored kind (RES-01, issue 30)", async () => {
+  await assertCompileErrors(new URL("./types/results_wrong.ts", import.meta.url), 27);
+});
+
 Deno.test("typed resources: the client infers the object type from the constant; the client and adopt() & co. take typed objects outside handlers (issue 30)", async () => {
   const { ok, output } = await denoCheck(new URL("./types/client_ok.ts", import.meta.url));
   assert.ok(ok, output);

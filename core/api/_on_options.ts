@@ -74,12 +74,22 @@ export interface FieldOptions<C = never> extends UpdateOptions<C> {
   readonly field: FieldSpec;
 }
 
-/** A resource-changing handler function. */
-export type Changing<S, T> = (context: ChangingContext<S, T>) => unknown;
-/** A handler function with a `field`: its `old`, `new` (of type `V`) and `diff` are the field's. */
-export type FieldChanging<S, T, V = unknown> = (context: FieldContext<S, T, V>) => unknown;
-/** An event-watching handler function. */
-export type Eventing<S, T> = (context: EventContext<S, T>) => unknown;
+/**
+ * A resource-changing handler function.
+ * @typeParam R Its result (stored in `status.<id>`); registrations check it is JSON (see
+ *   `StorableResult`).
+ */
+export type Changing<S, T, R = unknown> = (context: ChangingContext<S, T>) => R;
+/**
+ * A handler function with a `field`: its `old`, `new` (of type `V`) and `diff` are the field's.
+ * @typeParam R Its result (stored in `status.<id>`).
+ */
+export type FieldChanging<S, T, V = unknown, R = unknown> = (context: FieldContext<S, T, V>) => R;
+/**
+ * An event-watching handler function.
+ * @typeParam R Its result (stored in `status.<id>`).
+ */
+export type Eventing<S, T, R = unknown> = (context: EventContext<S, T>) => R;
 /** The default type of `spec` and `status`. */
 export type Default = Record<string, unknown>;
 

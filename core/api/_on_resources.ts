@@ -16,6 +16,7 @@ import {
 import { getDefaultRegistry } from "../intents/registries.ts";
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
+import type { StorableResult } from "../structs/results.ts";
 import type { FieldPathOf, FieldValueOf } from "../structs/typed.ts";
 import {
   type Default,
@@ -67,11 +68,12 @@ export function registerField<
   S = Default,
   T = Default,
   const P extends FieldPathOf<S> = FieldPathOf<S>,
+  R = unknown,
 >(
   spec: ResourceSpec | TypedResource<S>,
   options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-  fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-): FieldChanging<S, T, FieldValueOf<S, P>> {
+  fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+): FieldChanging<S, T, FieldValueOf<S, P>, R> {
   const checked = registrationArgs<FieldOptions<unknown>, HandlerFn<never>>(
     { name: "on.field", keys: OPTION_KEYS["on.field"], resource: true },
     [spec, options, fn, ...[...arguments].slice(3)],
@@ -80,16 +82,16 @@ export function registerField<
     throw new TypeError("on.field() needs a field");
   }
   registerChanging(spec, undefined, checked.options, checked.fn);
-  return checked.fn as FieldChanging<S, T, FieldValueOf<S, P>>;
+  return checked.fn as FieldChanging<S, T, FieldValueOf<S, P>, R>;
 }
 
 /** `on.event`: runs for every raw watch event; errors are logged and ignored. */
-export function registerEvent<S = Default, T = Default>(
+export function registerEvent<S = Default, T = Default, R = unknown>(
   spec: ResourceSpec | TypedResource<S>,
-  optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
-  maybeFn?: Eventing<S, T>,
-): Eventing<S, T> {
-  const { options, fn } = registrationArgs<HandlerOptions<EventContext<S, T>>, Eventing<S, T>>(
+  optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T, StorableResult<R>>,
+  maybeFn?: Eventing<S, T, StorableResult<R>>,
+): Eventing<S, T, R> {
+  const { options, fn } = registrationArgs<HandlerOptions<EventContext<S, T>>, Eventing<S, T, R>>(
     { name: "on.event", keys: OPTION_KEYS["on.event"], resource: true },
     [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
   );

@@ -26,6 +26,7 @@ import type {
 import type { HandlerFn } from "../intents/handlers.ts";
 import type { ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
+import type { StorableResult } from "../structs/results.ts";
 import type { FieldPathOf, FieldValueOf } from "../structs/typed.ts";
 import { type Activating, type ActivityOptions, activityRegistrar } from "./_on_activities.ts";
 import { type AdmissionOptions, admissionRegistrar, type Admitting } from "./_on_admission.ts";
@@ -74,11 +75,16 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  create<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
+  create<
+    S = Default,
+    T = Default,
+    const P extends FieldPathOf<S> = FieldPathOf<S>,
+    R = unknown,
+  >(
     spec: ResourceSpec | TypedResource<S>,
     options: ChangingOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-  ): FieldChanging<S, T, FieldValueOf<S, P>>;
+    fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
    * Registers a creation handler: runs for an object that was never handled before (it has
    * no last-handled configuration yet).
@@ -88,11 +94,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  create<S = Default, T = Default>(
+  create<S = Default, T = Default, R = unknown>(
     spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T>;
+    optionsOrFn: ChangingOptions<ChangingContext<S, T>> | Changing<S, T, StorableResult<R>>,
+    maybeFn?: Changing<S, T, StorableResult<R>>,
+  ): Changing<S, T, R>;
   /**
    * Registers an update handler: runs when the essence (spec, labels, annotations…) of a
    * handled object changed.
@@ -102,11 +108,16 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  update<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
+  update<
+    S = Default,
+    T = Default,
+    const P extends FieldPathOf<S> = FieldPathOf<S>,
+    R = unknown,
+  >(
     spec: ResourceSpec | TypedResource<S>,
     options: UpdateOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-  ): FieldChanging<S, T, FieldValueOf<S, P>>;
+    fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
    * Registers an update handler: runs when the essence (spec, labels, annotations…) of a
    * handled object changed.
@@ -116,11 +127,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  update<S = Default, T = Default>(
+  update<S = Default, T = Default, R = unknown>(
     spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T>;
+    optionsOrFn: UpdateOptions<ChangingContext<S, T>> | Changing<S, T, StorableResult<R>>,
+    maybeFn?: Changing<S, T, StorableResult<R>>,
+  ): Changing<S, T, R>;
   /**
    * Registers a deletion handler: runs when deletion is requested; unless `optional`, a
    * finalizer blocks the deletion until it has finished.
@@ -130,11 +141,16 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  delete<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
+  delete<
+    S = Default,
+    T = Default,
+    const P extends FieldPathOf<S> = FieldPathOf<S>,
+    R = unknown,
+  >(
     spec: ResourceSpec | TypedResource<S>,
     options: DeleteOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-  ): FieldChanging<S, T, FieldValueOf<S, P>>;
+    fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
    * Registers a deletion handler: runs when deletion is requested; unless `optional`, a
    * finalizer blocks the deletion until it has finished.
@@ -144,11 +160,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  delete<S = Default, T = Default>(
+  delete<S = Default, T = Default, R = unknown>(
     spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T>;
+    optionsOrFn: DeleteOptions<ChangingContext<S, T>> | Changing<S, T, StorableResult<R>>,
+    maybeFn?: Changing<S, T, StorableResult<R>>,
+  ): Changing<S, T, R>;
   /**
    * Registers a resuming handler: runs once per object and operator process for objects that
    * were already handled before (no change needed).
@@ -158,11 +174,16 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  resume<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
+  resume<
+    S = Default,
+    T = Default,
+    const P extends FieldPathOf<S> = FieldPathOf<S>,
+    R = unknown,
+  >(
     spec: ResourceSpec | TypedResource<S>,
     options: ResumeOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-  ): FieldChanging<S, T, FieldValueOf<S, P>>;
+    fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
    * Registers a resuming handler: runs once per object and operator process for objects that
    * were already handled before (no change needed).
@@ -172,11 +193,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  resume<S = Default, T = Default>(
+  resume<S = Default, T = Default, R = unknown>(
     spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T>,
-    maybeFn?: Changing<S, T>,
-  ): Changing<S, T>;
+    optionsOrFn: ResumeOptions<ChangingContext<S, T>> | Changing<S, T, StorableResult<R>>,
+    maybeFn?: Changing<S, T, StorableResult<R>>,
+  ): Changing<S, T, R>;
   /**
    * Registers a field handler: runs when the given field changes (including its appearance at
    * creation); `old`, `new` and `diff` are the field's. With a typed resource (`Widgets`), a
@@ -186,17 +207,23 @@ export interface On {
    * @typeParam S The object type (from a typed resource), or the spec type.
    * @typeParam T The status type (for a spec type `S`).
    * @typeParam P The field path, inferred from `options.field`.
+   * @typeParam R The handler's result, inferred: it must be JSON (see `StorableResult`).
    * @param spec The resource(s): a name, `[group, version, name]`, selector fields or `EVERYTHING`.
    * @param options The options; `field` is required.
    * @param fn The handler function.
    * @returns The handler function, unchanged.
    * @throws {TypeError} when no field is given.
    */
-  field<S = Default, T = Default, const P extends FieldPathOf<S> = FieldPathOf<S>>(
+  field<
+    S = Default,
+    T = Default,
+    const P extends FieldPathOf<S> = FieldPathOf<S>,
+    R = unknown,
+  >(
     spec: ResourceSpec | TypedResource<S>,
     options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
-    fn: FieldChanging<S, T, FieldValueOf<S, P>>,
-  ): FieldChanging<S, T, FieldValueOf<S, P>>;
+    fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
+  ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
    * Registers an event-watching handler: runs for every raw watch event (and every listed
    * object); its errors are logged and ignored, never retried.
@@ -206,11 +233,11 @@ export interface On {
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  event<S = Default, T = Default>(
+  event<S = Default, T = Default, R = unknown>(
     spec: ResourceSpec | TypedResource<S>,
-    optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T>,
-    maybeFn?: Eventing<S, T>,
-  ): Eventing<S, T>;
+    optionsOrFn: HandlerOptions<EventContext<S, T>> | Eventing<S, T, StorableResult<R>>,
+    maybeFn?: Eventing<S, T, StorableResult<R>>,
+  ): Eventing<S, T, R>;
   /**
    * Registers a validating admission handler: it runs when Kubernetes asks the operator's
    * webhook whether to admit a request; throwing rejects it (`AdmissionError` sets the message

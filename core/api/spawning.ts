@@ -30,6 +30,7 @@ import { getDefaultRegistry, type OperatorRegistry } from "../intents/registries
 import { parseSelector, type ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import type { FieldSpec } from "../structs/dicts.ts";
+import type { StorableResult } from "../structs/results.ts";
 import { OPTION_KEYS, registrationArgs } from "./_on_options.ts";
 
 /** Options shared by daemons and timers. */
@@ -86,10 +87,12 @@ export interface TimerOptions extends SpawningOptions {
  * A daemon or timer function.
  * @typeParam S The spec type, or a typed object (see `TypedObject`).
  * @typeParam T The status type (ignored when `S` is a typed object).
+ * @typeParam R Its result (stored in `status.<id>`); registrations check it is JSON (see
+ *   `StorableResult`).
  */
-export type Spawned<S = Record<string, unknown>, T = Record<string, unknown>> = (
+export type Spawned<S = Record<string, unknown>, T = Record<string, unknown>, R = unknown> = (
   context: SpawnedContext<S, T>,
-) => unknown;
+) => R;
 
 function register(
   spawn: "daemon" | "timer",
@@ -128,17 +131,18 @@ function register(
  * the operator starts) and stopped when it is deleted, stops matching, or the operator exits.
  * @typeParam S The spec type, or a typed object (see `TypedObject`).
  * @typeParam T The status type (ignored when `S` is a typed object).
+ * @typeParam R The function's result, inferred: it must be JSON (see `StorableResult`).
  * @param spec The resource(s), or a typed resource constant.
  * @param optionsOrFn The options, or the function when there are no options.
  * @param maybeFn The function, when options are given.
  * @returns The function, unchanged.
  */
-export function daemon<S = Record<string, unknown>, T = Record<string, unknown>>(
+export function daemon<S = Record<string, unknown>, T = Record<string, unknown>, R = unknown>(
   spec: ResourceSpec | TypedResource<S>,
-  optionsOrFn: DaemonOptions | Spawned<S, T>,
-  maybeFn?: Spawned<S, T>,
-): Spawned<S, T> {
-  const { options, fn } = registrationArgs<DaemonOptions, Spawned<S, T>>(
+  optionsOrFn: DaemonOptions | Spawned<S, T, StorableResult<R>>,
+  maybeFn?: Spawned<S, T, StorableResult<R>>,
+): Spawned<S, T, R> {
+  const { options, fn } = registrationArgs<DaemonOptions, Spawned<S, T, R>>(
     { name: "on.daemon", keys: OPTION_KEYS["on.daemon"], resource: true },
     [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
   );
@@ -151,17 +155,18 @@ export function daemon<S = Record<string, unknown>, T = Record<string, unknown>>
  * the object has been unchanged for a while (`idle`); without both, it runs once.
  * @typeParam S The spec type, or a typed object (see `TypedObject`).
  * @typeParam T The status type (ignored when `S` is a typed object).
+ * @typeParam R The function's result, inferred: it must be JSON (see `StorableResult`).
  * @param spec The resource(s), or a typed resource constant.
  * @param optionsOrFn The options, or the function when there are no options.
  * @param maybeFn The function, when options are given.
  * @returns The function, unchanged.
  */
-export function timer<S = Record<string, unknown>, T = Record<string, unknown>>(
+export function timer<S = Record<string, unknown>, T = Record<string, unknown>, R = unknown>(
   spec: ResourceSpec | TypedResource<S>,
-  optionsOrFn: TimerOptions | Spawned<S, T>,
-  maybeFn?: Spawned<S, T>,
-): Spawned<S, T> {
-  const { options, fn } = registrationArgs<TimerOptions, Spawned<S, T>>(
+  optionsOrFn: TimerOptions | Spawned<S, T, StorableResult<R>>,
+  maybeFn?: Spawned<S, T, StorableResult<R>>,
+): Spawned<S, T, R> {
+  const { options, fn } = registrationArgs<TimerOptions, Spawned<S, T, R>>(
     { name: "on.timer", keys: OPTION_KEYS["on.timer"], resource: true },
     [spec, optionsOrFn, maybeFn, ...[...arguments].slice(3)],
   );

@@ -12,6 +12,7 @@ import type { Headers, Operation, SSLPeer, UserInfo } from "../structs/admission
 import type { Diff } from "../structs/diffs.ts";
 import type { Annotations, KubeObject, Labels, ObjectMeta } from "../structs/objects.ts";
 import type { Resource } from "../structs/resources.ts";
+import type { StorableResult } from "../structs/results.ts";
 import type {
   BodyOf,
   DiffOf,
@@ -141,28 +142,35 @@ export interface ChangingContext<Spec = Record<string, unknown>, Status = Record
    * Without `fns`, `handlers` or `registry`, runs the ones declared with
    * {@link ChangingContext.subhandler}.
    *
+   * @typeParam R The sub-handlers' results by id or position, inferred: each must be JSON (see
+   *   `StorableResult`).
    * @param fns Sub-handlers by id, or a list of functions (ids: their names).
    * @param options Handler records or a registry instead of `fns`, and the lifecycle.
    * @returns Resolves when this cycle's sub-handlers ran.
    * @throws {TypeError} when more than one of `fns`, `handlers`, `registry` is given.
    * @throws An internal retry signal while sub-handlers are unfinished (let it propagate).
    */
-  execute(
-    fns?:
-      | Readonly<Record<string, (context: ChangingContext<Spec, Status>) => unknown>>
-      | readonly ((context: ChangingContext<Spec, Status>) => unknown)[],
+  execute<
+    R extends Readonly<Record<string, unknown>> | readonly unknown[] = Readonly<
+      Record<string, unknown>
+    >,
+  >(
+    fns?: {
+      readonly [K in keyof R]: (context: ChangingContext<Spec, Status>) => StorableResult<R[K]>;
+    },
     options?: ExecuteOptions,
   ): Promise<void>;
   /**
    * Declares a sub-handler (run after this handler returns, or by `execute()`).
    *
+   * @typeParam R The sub-handler's result, inferred: it must be JSON (see `StorableResult`).
    * @param fn The sub-handler function; it gets the same kind of context.
    * @param options Id, error mode, timeout, retries, backoff, param, and filters.
    * @throws {TypeError} for `value`/`old`/`new` without `field`, `value` with `old`/`new`, or
    *   `old`/`new` when this handler is not an update or field handler.
    */
-  subhandler(
-    fn: (context: ChangingContext<Spec, Status>) => unknown,
+  subhandler<R = unknown>(
+    fn: (context: ChangingContext<Spec, Status>) => StorableResult<R>,
     options?: SubhandlerOptions,
   ): void;
 }
