@@ -72,6 +72,7 @@ export {
   type RbacVerb,
 } from "./core/api/permissions.ts";
 export type { FieldContext, OldNewOf } from "./core/intents/contexts.ts";
+export type { NotStorable, StorableResult } from "./core/structs/results.ts";
 export { event, type EventMessage, exception, info, warn } from "./core/api/events.ts";
 export { configureLogging, type LogFormat, type LoggingOptions } from "./core/api/logging.ts";
 export { operator, type OperatorOptions, OperatorStartError } from "./core/reactor/running.ts";
