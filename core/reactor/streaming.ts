@@ -111,41 +111,8 @@ export async function runStream(
     : halt
     ? AbortSignal.any([work.signal, halt])
     : work.signal;
-  const processing: ProcessingDeps = {
-    api: deps.client.api,
-    client: deps.client,
-    resource,
-    changing: handlers.changing,
-    watching: handlers.watching,
-    spawning: handlers.spawning,
-    indices: deps.indexers.indices,
-    readiness: deps.readiness,
-    settings,
-    logger,
-    lifecycle: deps.lifecycle,
-    signal: workSignal,
-    observer,
-    paused: deps.paused,
-    gate: deps.gate,
-  };
-  const queue: ObjectQueue = new ObjectQueue({
-    settings: settings.queueing,
-    process: cycleRunner(
-      { paused: deps.paused, gate: deps.gate, books, observer, name, signal },
-      (memory, event) => processEvent(processing, memory, event),
-    ),
-    createMemo: () => shallowCopy(deps.memo),
-    forgettable: forgettable(deps.memo, handlers.changing.some((h) => h.reason === "resume")),
-    logger,
-    signal,
-    limiter: deps.limiter,
-    gate: deps.gate,
-    ...(settings.queueing.workerLimit
-      ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
-      : {}),
-    observer,
-    name,
-  });
+  const processing = processingOf(deps, resource, handlers, workSignal);
+  const queue = streamQueue(deps, processing, handlers, name, signal);
   books.opened(key, queue, name);
   const label = name + (namespace ? ` in ${namespace}` : "") +
     (shard === undefined ? "" : ` (shard ${shard})`);
@@ -185,4 +152,62 @@ export async function runStream(
   } finally {
     await closeStream(books, key, queue, settings, work);
   }
+}
+
+/** The stream's handlers (`OperatorRegistry.handlersFor`). */
+type StreamHandlers = ReturnType<OperatorRegistry["handlersFor"]>;
+
+/** What the processing cycles of the stream's objects use. */
+function processingOf(
+  deps: StreamingDeps,
+  resource: StreamTarget["resource"],
+  handlers: StreamHandlers,
+  signal: AbortSignal,
+): ProcessingDeps {
+  return {
+    api: deps.client.api,
+    client: deps.client,
+    resource,
+    changing: handlers.changing,
+    watching: handlers.watching,
+    spawning: handlers.spawning,
+    indices: deps.indexers.indices,
+    readiness: deps.readiness,
+    settings: deps.settings,
+    logger: deps.logger,
+    lifecycle: deps.lifecycle,
+    signal,
+    observer: deps.observer,
+    paused: deps.paused,
+    gate: deps.gate,
+  };
+}
+
+/** The stream's queue: one serial worker per object, each running the processing cycles. */
+function streamQueue(
+  deps: StreamingDeps,
+  processing: ProcessingDeps,
+  handlers: StreamHandlers,
+  name: string,
+  signal: AbortSignal,
+): ObjectQueue {
+  const { settings, observer } = deps;
+  return new ObjectQueue({
+    settings: settings.queueing,
+    process: cycleRunner(
+      { paused: deps.paused, gate: deps.gate, books: deps.books, observer, name, signal },
+      (memory, event) => processEvent(processing, memory, event),
+    ),
+    createMemo: () => shallowCopy(deps.memo),
+    forgettable: forgettable(deps.memo, handlers.changing.some((h) => h.reason === "resume")),
+    logger: deps.logger,
+    signal,
+    limiter: deps.limiter,
+    gate: deps.gate,
+    ...(settings.queueing.workerLimit
+      ? { streamLimiter: new Semaphore(settings.queueing.workerLimit) }
+      : {}),
+    observer,
+    name,
+  });
 }
