@@ -199,6 +199,37 @@ Deno.test(
   },
 );
 
+Deno.test(
+  "kopf init: the dev task type-checks the handlers first: a type error stops it with its file:line before any operator starts",
+  opts,
+  async () => {
+    await using dir = await tempDir();
+    const project = `${dir.path}/typo-operator`;
+    assert.equal((await kopf(["init", project, "--kopf", ROOT])).code, 0);
+    const handlers = await Deno.readTextFile(`${project}/handlers.ts`);
+    const line = handlers.split("\n").length; // the new line's number (the file ends with "\n")
+    await Deno.writeTextFile(
+      `${project}/handlers.ts`,
+      `${handlers}export const n: number = "x";\n`,
+    );
+    // Bounded: were the check skipped, the operator would run until this kills it.
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "dev"],
+      cwd: project,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.notEqual(out.code, 0, output);
+    assert.match(output, /TS2322 \[ERROR\]: Type 'string' is not assignable to type 'number'/);
+    assert.match(output, new RegExp(`/typo-operator/handlers\\.ts:${line}:\\d+`), output);
+    assert.doesNotMatch(output, /KUBECONFIG|Watching|Applied crds/, output);
+  },
+);
+
 Deno.test("kopf init: bad input gets one clear line; the default imports the framework from JSR (X-TOOL-06)", async () => {
   await using dir = await tempDir();
   await Deno.mkdir(`${dir.path}/taken`);

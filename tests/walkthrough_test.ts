@@ -4,7 +4,10 @@
  * blocks) written into the project, `deno task types` after the CRD, `deno check` and
  * `deno fmt --check` of the TypeScript files, and the operator run as the step says (the
  * project's `dev` task: `--embedded`, the in-memory API with `crds/` applied), checking what the
- * step says happens. Step 7 runs the project's own `deno task test`.
+ * step says happens. Step 7 runs the project's own `deno task test`. Then the finished project
+ * passes `deno lint`, and its operator, run as its `run` task runs it (with `-n` a fresh namespace
+ * and `--kubeconfig` the shared control plane), does on a real API server what step 3 says it does
+ * on the in-memory one.
  */
 
 import assert from "node:assert/strict";
@@ -13,7 +16,16 @@ import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { codeBlocks } from "./_markdown.ts";
-import { captureLines, eventually, tempDir, terminate } from "./_support.ts";
+import {
+  applyCrds,
+  captureLines,
+  eventually,
+  kubeconfigPath,
+  tempDir,
+  terminate,
+  testClient,
+  testNamespace,
+} from "./_support.ts";
 
 const REPO = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 const DENO = `${REPO}/tools/deno.sh`;
@@ -70,13 +82,20 @@ async function writeStep(project: string, step: number): Promise<Map<string, str
   return files;
 }
 
-/** The project's `dev` task (the operator on the embedded API), and a client for that API. */
-async function dev(project: string) {
+/** A task of the project's deno.json: its `&&`-joined commands, each as words. */
+async function taskOf(project: string, name: string): Promise<string[][]> {
   const config = JSON.parse(await Deno.readTextFile(`${project}/deno.json`));
-  const task = String(config.tasks.dev).split(" ");
-  assert.equal(task[0], "deno", `the dev task runs deno: ${config.tasks.dev}`);
+  const commands = String(config.tasks[name]).split(" && ").map((c) => c.split(" "));
+  for (const words of commands) {
+    assert.equal(words[0], "deno", `the ${name} task runs deno: ${config.tasks[name]}`);
+  }
+  return commands;
+}
+
+/** `deno ARGS` in the project, running on: its output lines, waiting for a line, stopping it. */
+function spawn(project: string, args: string[]) {
   const child = new Deno.Command(DENO, {
-    args: task.slice(1),
+    args,
     cwd: project,
     env: { NO_COLOR: "1" },
     stdout: "piped",
@@ -90,23 +109,43 @@ async function dev(project: string) {
       timeoutMs,
       `output ${pattern}; got:\n${lines.join("\n")}`,
     );
-  const printed = await waitFor(/export KUBECONFIG=\S+/);
+  return { lines, waitFor, stop: () => terminate(child, exited) };
+}
+
+/**
+ * The project's `dev` task (`deno check handlers.ts`, then the operator on the embedded API), and
+ * a client for that API.
+ */
+async function dev(project: string) {
+  const commands = await taskOf(project, "dev");
+  for (const words of commands.slice(0, -1)) await sh(project, words.slice(1));
+  const op = spawn(project, commands.at(-1)!.slice(1));
+  const printed = await op.waitFor(/export KUBECONFIG=\S+/);
   const path = /export KUBECONFIG=(\S+)/.exec(printed)![1]!;
   const client = new KubeClient(await loadKubeconfig({ paths: [path] }));
   const stop = async () => {
     client[Symbol.dispose]();
-    await terminate(child, exited);
+    await op.stop();
   };
-  return { client, lines, waitFor, stop, [Symbol.asyncDispose]: stop };
+  return { client, lines: op.lines, waitFor: op.waitFor, stop, [Symbol.asyncDispose]: stop };
 }
 
-async function createEvc(client: KubeClient, project: string, patch: Partial<KubeObject> = {}) {
+async function createEvc(
+  client: KubeClient,
+  project: string,
+  patch: Partial<KubeObject> = {},
+  ns = namespace,
+) {
   const evc = parseYaml(await Deno.readTextFile(`${project}/evc.yaml`)) as KubeObject;
-  return await client.api.create(EVCS, { ...evc, ...patch }, { namespace });
+  return await client.api.create(EVCS, { ...evc, ...patch }, { namespace: ns });
 }
 
-async function pvcOf(client: KubeClient, name = "my-claim"): Promise<KubeObject> {
-  return await eventually(() => client.api.get(PVCS, name, { namespace }), 30_000, `PVC ${name}`);
+async function pvcOf(client: KubeClient, name = "my-claim", ns = namespace): Promise<KubeObject> {
+  return await eventually(
+    () => client.api.get(PVCS, name, { namespace: ns }),
+    30_000,
+    `PVC ${ns}/${name}`,
+  );
 }
 
 const storageOf = (pvc: KubeObject) =>
@@ -216,4 +255,48 @@ Deno.test("walkthrough: every step's files compile and do what the step says", o
     await writeStep(project, 7);
     await sh(project, ["task", "test"]);
   });
+
+  await t.step(
+    "the project lints clean; on a real API server its operator does step 3",
+    async () => {
+      await sh(project, ["lint"]);
+
+      // The CRD is cluster-wide and other tests may hold the same name (examples/18-walkthrough-evc):
+      // created if missing, never deleted.
+      using client = await testClient();
+      await applyCrds(client, `${project}/crds/ephemeralvolumeclaims.yaml`);
+      const ns = await testNamespace("walkthrough");
+      // The `run` task as written, watching the test's namespace of the shared control plane.
+      const [run, ...more] = await taskOf(project, "run");
+      assert.equal(more.length, 0);
+      assert.ok(run!.includes("--all-namespaces"), run!.join(" "));
+      const args = run!.slice(1).flatMap((w) => w === "--all-namespaces" ? ["-n", ns] : [w]);
+      const op = spawn(project, [...args, "--kubeconfig", await kubeconfigPath()]);
+      try {
+        await op.waitFor(/Watching ephemeralvolumeclaims\.v1\.kopf\.dev/, 60_000);
+        const evc = await createEvc(client, project, {}, ns);
+        // The child, created through the handler's client: in the EVC's namespace, owned by it.
+        const pvc = await pvcOf(client, "my-claim", ns);
+        assert.equal(pvc.metadata?.namespace, ns);
+        assert.equal(storageOf(pvc), "1G");
+        const [owner] = pvc.metadata?.ownerReferences ?? [];
+        assert.equal(owner?.uid, evc.metadata?.uid);
+        assert.equal(owner?.kind, "EphemeralVolumeClaim");
+        assert.equal(owner?.controller, true);
+        await op.waitFor(/PVC child is created: my-claim/);
+        await eventually(
+          async () => {
+            const live = await client.api.get(EVCS, "my-claim", { namespace: ns });
+            const status = live.status as { create_fn?: { "pvc-name"?: string } } | undefined;
+            return status?.create_fn?.["pvc-name"] === "my-claim";
+          },
+          30_000,
+          "status.create_fn['pvc-name'] on the real API server",
+        );
+        assert.deepEqual(op.lines.filter((l) => /ERROR|Traceback|Unexpected error/.test(l)), []);
+      } finally {
+        await op.stop();
+      }
+    },
+  );
 });

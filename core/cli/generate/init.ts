@@ -134,8 +134,8 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
           run: `deno run -A ${RUNTIME_DENO_FLAGS.join(" ")} --v8-flags=${
             RUNTIME_V8_FLAGS.join(",")
           } kopf.ts run handlers.ts --all-namespaces --standalone --verbose`,
-          dev:
-            `deno run -A kopf.ts run --embedded --standalone --all-namespaces handlers.ts --verbose`,
+          dev: "deno check handlers.ts && " +
+            "deno run -A kopf.ts run --embedded --standalone --all-namespaces handlers.ts --verbose",
           test: "deno test -A",
           types: `deno run -A kopf.ts generate types ${crdPath} -o types.ts`,
           rbac: `deno run -A kopf.ts generate rbac ${rbacArgs.join(" ")}`,
@@ -654,7 +654,11 @@ ${
     table([
       ["Task", "What it does"],
       ["`deno task test`", "the handlers' test, on an in-memory Kubernetes API"],
-      ["`deno task dev`", "the operator on an in-memory Kubernetes API with `crds/` applied"],
+      [
+        "`deno task dev`",
+        "type-checks `handlers.ts`, then the operator on an in-memory Kubernetes API with `crds/` " +
+        "applied",
+      ],
       ["`deno task run`", "the operator against the current kubeconfig's cluster"],
       ["`deno task types`", `\`types.ts\` from \`${crdPath}\` (after changing the CRD)`],
       ["`deno task rbac`", "`deploy/rbac.yaml`: exactly the permissions the handlers need"],
