@@ -160,5 +160,10 @@ console.log("  kubectl get kopfexamples");
 console.log("  kubectl describe kopfexample kopf-example-1");
 console.log("  kubectl apply -f examples/obj.yaml   # edit the spec to see updates");
 console.log("Press Ctrl-C to stop.");
-Deno.addSignalListener("SIGINT", () => void stop(0));
-await operator.status;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => void stop(0));
+}
+// The operator may also end on its own (or by a signal sent to the whole process group): the
+// embedded API and its kubeconfig (with its token) go with it.
+const { code } = await operator.status;
+await stop(code);
