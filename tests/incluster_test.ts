@@ -11,8 +11,8 @@
  * 5. the admission webhook served from the Pod at the node's address, in the webhook
  *    configuration it manages (RBAC by `kopf generate rbac --admission-managed`): a bad object
  *    is denied by the API server's call to the Pod, a good one admitted;
- * 3. leader election: two replicas, the leader's Pod deleted, the standby takes over (the
- *    hand-over time is printed, not asserted);
+ * 3. leader election: two replicas, the leader's Pod removed by scaling to 1 (marked as the
+ *    cheapest to delete), the standby takes over (the hand-over time is printed, not asserted);
  * 4. sharding: deploy/sharded.yaml at 1 replica, scaled to 3 and back to 1 through the scale
  *    subresource (as `kubectl scale` does) while objects are created: each handled exactly once,
  *    each replica's share read from its metrics endpoint, no finalizer touched;
@@ -258,6 +258,12 @@ async function removeDeployment(client: KubeClient, namespace: string, name: str
  */
 class PodLogs {
   readonly #node: TestNode;
+  /** Every log file seen, open: the kubelet removes a Pod's logs with the Pod, but an open file
+   * can still be read to its end, so a stopping operator's last lines are never lost. */
+  readonly #files = new Map<
+    string,
+    { dir: string; index: number; file: Deno.FsFile; decoder: TextDecoder; text: string }
+  >();
   readonly #byDir = new Map<string, string[]>();
   #running = true;
   readonly #loop: Promise<void>;
@@ -267,8 +273,10 @@ class PodLogs {
     this.#loop = (async () => {
       while (this.#running) {
         await this.#read();
-        await sleep(200);
+        await sleep(100);
       }
+      await this.#read();
+      for (const { file } of this.#files.values()) file.close();
     })();
   }
 
@@ -278,23 +286,41 @@ class PodLogs {
     try {
       for await (const entry of Deno.readDir(root)) if (entry.isDirectory) dirs.push(entry.name);
     } catch {
-      return;
+      // not there yet
     }
     for (const dir of dirs) {
-      const lines: string[] = [];
       try {
-        const files = [];
-        for await (const entry of Deno.readDir(`${root}/${dir}/operator`)) files.push(entry.name);
-        for (const file of files.sort((a, b) => parseInt(a) - parseInt(b))) {
-          const text = await Deno.readTextFile(`${root}/${dir}/operator/${file}`);
-          lines.push(
-            ...text.split("\n").filter(Boolean).map((l) => l.split(" ").slice(3).join(" ")),
-          );
+        for await (const entry of Deno.readDir(`${root}/${dir}/operator`)) {
+          const path = `${root}/${dir}/operator/${entry.name}`;
+          if (this.#files.has(path)) continue;
+          const file = await Deno.open(path, { read: true });
+          this.#files.set(path, {
+            dir,
+            index: parseInt(entry.name),
+            file,
+            decoder: new TextDecoder(),
+            text: "",
+          });
         }
       } catch {
-        continue; // removed with its Pod: keep what was read
+        // removed with its Pod: its files, if opened, are still read below
       }
-      if (lines.length >= (this.#byDir.get(dir)?.length ?? 0)) this.#byDir.set(dir, lines);
+    }
+    const buffer = new Uint8Array(64 * 1024);
+    const changed = new Set<string>();
+    for (const entry of this.#files.values()) {
+      for (let n = await entry.file.read(buffer); n; n = await entry.file.read(buffer)) {
+        entry.text += entry.decoder.decode(buffer.subarray(0, n), { stream: true });
+        changed.add(entry.dir);
+      }
+    }
+    for (const dir of changed) {
+      const texts = [...this.#files.values()].filter((f) => f.dir === dir)
+        .sort((a, b) => a.index - b.index).map((f) => f.text);
+      this.#byDir.set(
+        dir,
+        texts.join("").split("\n").filter(Boolean).map((l) => l.split(" ").slice(3).join(" ")),
+      );
     }
   }
 
@@ -635,7 +661,7 @@ Deno.test({
       );
 
       await t.step(
-        "3: leader election — two replicas, one leads; its Pod deleted, the standby takes over " +
+        "3: leader election — two replicas, one leads; scaled to 1, its Pod goes, the standby takes over " +
           "and handles a new object",
         timed("proof 3", async () => {
           const namespace = await createTestNamespace(plane, "incluster-leader");
@@ -662,10 +688,29 @@ Deno.test({
             });
             assert.equal((await handledBy(client, namespace, "kex-l1")).pod, leader);
 
-            // The leader's Pod deleted as `kubectl delete pod` does: SIGTERM, the Lease released,
-            // the standby takes it at its next attempt; then an object is created for it.
+            // The leader's Pod removed: SIGTERM, the Lease released, the standby takes it at its
+            // next attempt; then an object is created for it. Deleting the Pod alone would let
+            // the ReplicaSet start a replacement that can win the released Lease before the
+            // standby's next attempt (both are right, but only one proves the standby): so the
+            // Deployment is scaled to 1 with the leader marked as the cheapest Pod to remove
+            // (`controller.kubernetes.io/pod-deletion-cost`), as `kubectl annotate` + `kubectl
+            // scale` would — the ReplicaSet deletes the leader's Pod and starts none.
+            await client.api.patch(PODS, leader, {
+              metadata: { annotations: { "controller.kubernetes.io/pod-deletion-cost": "-1000" } },
+            }, { namespace });
             const deleted = performance.now();
-            await client.api.delete(PODS, leader, { namespace });
+            await client.api.patch(DEPLOYMENTS, "kopf-operator", { spec: { replicas: 1 } }, {
+              namespace,
+              subresource: "scale",
+            });
+            await eventually(
+              async () =>
+                (await client.api.list(PODS, { namespace })).items.every((p) =>
+                  p.metadata?.name !== leader || p.metadata?.deletionTimestamp
+                ),
+              30_000,
+              "the ReplicaSet's deletion of the leader's Pod",
+            );
             await eventually(
               async () => (await holder()) === standby,
               60_000,
