@@ -11,7 +11,7 @@ import { KubeClient } from "./core/client/client.ts";
 import { loadKubeconfig } from "./core/client/config.ts";
 import { getDefaultRegistry } from "./core/intents/registries.ts";
 import { describeSelector, resolveSelector } from "./core/intents/selectors.ts";
-import { suggestResource } from "./core/reactor/resolving.ts";
+import { suggestResource } from "./core/reactor/streams/resolving.ts";
 
 /** Kopf's peering CRDs, shipped with the framework: `--embedded` always applies them. */
 const PEERING_CRDS = new URL("crds/peering.yaml", import.meta.url);

@@ -75,7 +75,11 @@ export type { FieldContext, OldNewOf } from "./core/intents/contexts.ts";
 export type { NotStorable, StorableResult } from "./core/structs/results.ts";
 export { event, type EventMessage, exception, info, warn } from "./core/api/events.ts";
 export { configureLogging, type LogFormat, type LoggingOptions } from "./core/api/logging.ts";
-export { operator, type OperatorOptions, OperatorStartError } from "./core/reactor/running.ts";
+export {
+  operator,
+  type OperatorOptions,
+  OperatorStartError,
+} from "./core/reactor/lifetime/running.ts";
 export {
   ErrorsMode,
   HandlerResultError,
@@ -149,7 +153,7 @@ export {
 } from "./core/settings/settings.ts";
 export type { LeadershipSettings, ShardingSettings } from "./core/settings/scaling.ts";
 export type { ShardKey } from "./core/structs/shards.ts";
-export { LeadershipLostError } from "./core/engines/leadership.ts";
+export { LeadershipLostError } from "./core/engines/coordination/leadership.ts";
 export {
   AnnotationsProgressStorage,
   type AnnotationsProgressStorageOptions,
@@ -222,8 +226,8 @@ export type {
   HistogramOptions,
   MetricLabels,
   MetricOptions,
-} from "./core/engines/metrics_custom.ts";
-export { ActivityError } from "./core/engines/activities.ts";
+} from "./core/engines/observability/metrics_custom.ts";
+export { ActivityError } from "./core/engines/runners/activities.ts";
 export type { ActivityContext } from "./core/intents/contexts.ts";
 export type { Activating, ActivityOptions } from "./core/api/on.ts";
 export {
@@ -238,15 +242,15 @@ export {
   DaemonStoppingReason,
   type SpawnedContext,
   type StoppingReason,
-} from "./core/engines/daemons.ts";
+} from "./core/engines/runners/daemons.ts";
 export { index, type Indexing, type IndexOptions } from "./core/api/indexing.ts";
-export { Index, Store } from "./core/engines/indexing.ts";
+export { Index, Store } from "./core/engines/runners/indexing.ts";
 export type { IndexView } from "./core/intents/contexts.ts";
 export { run, type RunningOperator, start } from "./core/api/embedding.ts";
-export type { OperatorStats } from "./core/reactor/orchestration.ts";
+export type { OperatorStats } from "./core/reactor/causes/orchestration.ts";
 export type { AdmissionOptions, Admitting } from "./core/api/on.ts";
 export type { AdmissionContext } from "./core/intents/contexts.ts";
-export { AdmissionError } from "./core/engines/admission.ts";
+export { AdmissionError } from "./core/engines/admission/admission.ts";
 export {
   type CertificateIssuer,
   getDefaultCertificateIssuer,
@@ -258,7 +262,7 @@ export {
   WebhookMinikubeServer,
   WebhookServer,
   type WebhookServerOptions,
-} from "./core/engines/webhooks.ts";
+} from "./core/engines/admission/webhooks.ts";
 export type {
   AdmissionRequest,
   AdmissionResponse,

@@ -28,7 +28,7 @@ import type * as X509 from "@peculiar/x509";
 import {
   type IssuedServerCertificate,
   setDefaultCertificateIssuer,
-} from "../core/engines/webhooks.ts";
+} from "../core/engines/admission/webhooks.ts";
 
 // Loaded on first use, so that importing this kit (the main module does, for webhook servers)
 // costs nothing until a certificate is made. reflect-metadata must be loaded before

@@ -29,7 +29,7 @@ import {
   OperatorRegistry,
   setDefaultRegistry,
 } from "../core/intents/registries.ts";
-import type { OperatorOptions } from "../core/reactor/running.ts";
+import type { OperatorOptions } from "../core/reactor/lifetime/running.ts";
 
 /** Options of {@link KopfRunner.start} with command-line arguments. */
 export interface RunnerOptions {

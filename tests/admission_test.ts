@@ -20,8 +20,8 @@ import {
   start,
   WebhookServer,
 } from "../mod.ts";
-import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
-import { operator, OperatorStartError } from "../core/reactor/running.ts";
+import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission/admission_configs.ts";
+import { operator, OperatorStartError } from "../core/reactor/lifetime/running.ts";
 import type { AdmissionReview, WebhookFnOptions } from "../core/structs/admission.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { fixture, stopCleanly, waitFor } from "./_examples.ts";

@@ -20,11 +20,11 @@ import {
   testClient,
   testNamespace,
 } from "./_support.ts";
-import { httpOptions } from "../core/reactor/running.ts";
+import { httpOptions } from "../core/reactor/lifetime/running.ts";
 import { Logger } from "../core/actions/loggers.ts";
 import { startOperator } from "./_operator.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
-import { MetricsEngine } from "../core/engines/metrics.ts";
+import { MetricsEngine } from "../core/engines/observability/metrics.ts";
 import { Exposition } from "./_prometheus.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

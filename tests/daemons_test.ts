@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../core/actions/execution.ts";
 import { on } from "../core/api/on.ts";
 import { daemon, type DaemonOptions, timer } from "../core/api/spawning.ts";
-import type { SpawnedContext } from "../core/engines/daemons.ts";
+import type { SpawnedContext } from "../core/engines/runners/daemons.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { DaemonStoppingReason } from "../mod.ts";

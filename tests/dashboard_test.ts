@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { MetricsEngine } from "../core/engines/metrics.ts";
+import { MetricsEngine } from "../core/engines/observability/metrics.ts";
 import { RequestCounters } from "../core/client/counters.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { havePromtool } from "./_prometheus.ts";

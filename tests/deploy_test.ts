@@ -17,8 +17,8 @@ import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } fro
 import type { KubeClient } from "../core/client/client.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import { ApiError } from "../core/client/errors.ts";
-import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/peering.ts";
-import { readShardStatus } from "../core/engines/sharding.ts";
+import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/coordination/peering.ts";
+import { readShardStatus } from "../core/engines/coordination/sharding.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
 import { EVENTS, PODS, waitFor } from "./_examples.ts";

@@ -12,7 +12,7 @@ import { parse as parseYaml, parseAllDocuments } from "yaml";
 import type { KubeClient, KubeObject } from "../mod.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import { main } from "../core/cli/main.ts";
-import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/peering.ts";
+import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/coordination/peering.ts";
 import { type SpawnedOperator, spawnOperator } from "./_operator.ts";
 import {
   createExampleObject,

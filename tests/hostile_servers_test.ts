@@ -18,8 +18,12 @@ import {
   type WebhookServerOptions,
 } from "../mod.ts";
 import { Logger } from "../core/actions/loggers.ts";
-import { createWebhookFn } from "../core/engines/admission.ts";
-import { PROBE_HTTP_LIMITS, serveLiveness, serveMetrics } from "../core/engines/probing.ts";
+import { createWebhookFn } from "../core/engines/admission/admission.ts";
+import {
+  PROBE_HTTP_LIMITS,
+  serveLiveness,
+  serveMetrics,
+} from "../core/engines/observability/probing.ts";
 import type { HttpServerLimits } from "../core/util/http_server.ts";
 import type { WebhookHandler } from "../core/intents/handlers.ts";
 import type { AdmissionReview } from "../core/structs/admission.ts";

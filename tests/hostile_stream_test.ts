@@ -15,7 +15,7 @@ import { parse, stringify } from "yaml";
 import type { LogEntry } from "../core/actions/loggers.ts";
 import { on } from "../core/api/on.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
-import { operator } from "../core/reactor/running.ts";
+import { operator } from "../core/reactor/lifetime/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { CONFIGMAPS, eventually, tempDir, testClient, testNamespace } from "./_support.ts";

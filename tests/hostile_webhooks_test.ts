@@ -20,9 +20,9 @@ import {
   WebhookServer,
 } from "../mod.ts";
 import { type LogEntry, Logger } from "../core/actions/loggers.ts";
-import { createWebhookFn } from "../core/engines/admission.ts";
-import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
-import { handleWebhookRequest } from "../core/engines/webhook_requests.ts";
+import { createWebhookFn } from "../core/engines/admission/admission.ts";
+import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission/admission_configs.ts";
+import { handleWebhookRequest } from "../core/engines/admission/webhook_requests.ts";
 import type { AdmissionContext } from "../core/intents/contexts.ts";
 import type { WebhookHandler } from "../core/intents/handlers.ts";
 import type { OperatorSettings } from "../core/settings/settings.ts";

@@ -45,7 +45,7 @@ import { KubeClient as Client } from "../core/client/client.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import { ApiError } from "../core/client/errors.ts";
 import { watcher } from "../core/client/watching.ts";
-import { readShardStatus } from "../core/engines/sharding.ts";
+import { readShardStatus } from "../core/engines/coordination/sharding.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { ControlPlane, createTestNamespace } from "../testing/control_plane.ts";
 import { nodeUnavailable, TestNode } from "../testing/plane/node.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
 import { index } from "../core/api/indexing.ts";
-import { Index } from "../core/engines/indexing.ts";
+import { Index } from "../core/engines/runners/indexing.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { startOperator } from "./_operator.ts";
 import {

@@ -14,7 +14,7 @@ import { daemon, timer } from "../core/api/spawning.ts";
 import { TemporaryError } from "../core/actions/execution.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { ApiError } from "../core/client/errors.ts";
-import type { StoppingReason } from "../core/engines/daemons.ts";
+import type { StoppingReason } from "../core/engines/runners/daemons.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
 import { startOperator } from "./_operator.ts";

@@ -10,8 +10,13 @@ import { on } from "../core/api/on.ts";
 import { info } from "../core/api/events.ts";
 import { daemon } from "../core/api/spawning.ts";
 import { TemporaryError } from "../core/actions/execution.ts";
-import { authorExposition, counter, gauge, histogram } from "../core/engines/metrics_custom.ts";
-import { MetricsEngine } from "../core/engines/metrics.ts";
+import {
+  authorExposition,
+  counter,
+  gauge,
+  histogram,
+} from "../core/engines/observability/metrics_custom.ts";
+import { MetricsEngine } from "../core/engines/observability/metrics.ts";
 import { main } from "../core/cli/main.ts";
 import { Exposition, validateExposition } from "./_prometheus.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";

@@ -20,11 +20,11 @@ import { on } from "../core/api/on.ts";
 import { KubeClient } from "../core/client/client.ts";
 import { loadKubeconfig } from "../core/client/config.ts";
 import { NO_CREDENTIALS } from "../core/client/connection.ts";
-import { ActivityError } from "../core/engines/activities.ts";
-import { AdmissionError } from "../core/engines/admission.ts";
-import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
+import { ActivityError } from "../core/engines/runners/activities.ts";
+import { AdmissionError } from "../core/engines/admission/admission.ts";
+import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission/admission_configs.ts";
 import { OperatorRegistry } from "../core/intents/registries.ts";
-import { httpOptions, operator, type OperatorOptions } from "../core/reactor/running.ts";
+import { httpOptions, operator, type OperatorOptions } from "../core/reactor/lifetime/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type {
   AdmissionReview,

@@ -10,7 +10,11 @@ import { main } from "../core/cli/main.ts";
 import { on } from "../core/api/on.ts";
 import { daemon } from "../core/api/spawning.ts";
 import type { KubeClient } from "../core/client/client.ts";
-import { CLUSTER_PEERINGS, NAMESPACED_PEERINGS, parsePeers } from "../core/engines/peering.ts";
+import {
+  CLUSTER_PEERINGS,
+  NAMESPACED_PEERINGS,
+  parsePeers,
+} from "../core/engines/coordination/peering.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { type InProcessOperator, spawnOperator, startOperator } from "./_operator.ts";

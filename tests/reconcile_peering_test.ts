@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { main } from "../core/cli/main.ts";
 import { reconcile } from "../core/api/reconciling.ts";
-import { NAMESPACED_PEERINGS } from "../core/engines/peering.ts";
+import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { startOperator } from "./_operator.ts";

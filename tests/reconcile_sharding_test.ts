@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
 import { reconcile } from "../core/api/reconciling.ts";
-import { readShardStatus } from "../core/engines/sharding.ts";
+import { readShardStatus } from "../core/engines/coordination/sharding.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { shardOfObject } from "../core/structs/shards.ts";

@@ -11,7 +11,7 @@ import { index } from "../core/api/indexing.ts";
 import { on } from "../core/api/on.ts";
 import { reconcile } from "../core/api/reconciling.ts";
 import type { KubeClient } from "../core/client/client.ts";
-import { NAMESPACED_PEERINGS } from "../core/engines/peering.ts";
+import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";

@@ -8,7 +8,7 @@ import { KubeClient } from "../core/client/client.ts";
 import { NO_CREDENTIALS } from "../core/client/connection.ts";
 import { ApiError } from "../core/client/errors.ts";
 import { Logger } from "../core/actions/loggers.ts";
-import { httpOptions } from "../core/reactor/running.ts";
+import { httpOptions } from "../core/reactor/lifetime/running.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";
 import { CONFIGMAPS, testNamespace } from "./_support.ts";

@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission_configs.ts";
+import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission/admission_configs.ts";
 import { EVENTS_RESOURCE } from "../core/client/events.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { sharedControlPlane } from "../testing/control_plane.ts";

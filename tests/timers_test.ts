@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { PermanentError, TemporaryError } from "../core/actions/execution.ts";
 import { timer, type TimerOptions } from "../core/api/spawning.ts";
-import type { SpawnedContext } from "../core/engines/daemons.ts";
+import type { SpawnedContext } from "../core/engines/runners/daemons.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import { startOperator } from "./_operator.ts";

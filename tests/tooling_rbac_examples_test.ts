@@ -15,7 +15,7 @@ import { main } from "../core/cli/main.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import type { KubeClient } from "../core/client/client.ts";
 import { ApiError } from "../core/client/errors.ts";
-import { NAMESPACED_PEERINGS } from "../core/engines/peering.ts";
+import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
 import { PODS } from "./_examples.ts";

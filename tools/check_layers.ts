@@ -29,6 +29,13 @@ const LAYERS: ReadonlyArray<readonly [prefix: string, rank: number]> = [
   ["core/actions/", 4],
   ["core/intents/", 5],
   ["core/engines/", 6],
+  // The reactor in three parts over the streams they share: the cause pipeline and the
+  // reconcile controller side by side (neither imports the other: SIBLINGS below), then the
+  // operator's lifetime, which starts both.
+  ["core/reactor/streams/", 7],
+  ["core/reactor/causes/", 7.1],
+  ["core/reactor/reconcile/", 7.1],
+  ["core/reactor/lifetime/", 7.2],
   ["core/reactor/", 7],
   ["core/api/", 8],
   // The command line, in three steps (listed before its folder: the first match counts).
@@ -43,6 +50,15 @@ const LAYERS: ReadonlyArray<readonly [prefix: string, rank: number]> = [
   ["testing/", 12],
 ];
 const KITS = 10;
+/** Parts of one layer that must not import each other (each stands on the layers below). */
+const SIBLINGS: ReadonlyArray<readonly [string, string]> = [
+  ["core/reactor/causes/", "core/reactor/reconcile/"],
+];
+
+/** The prefix of `rel` among the siblings, if any. */
+function siblingOf(rel: string): string | undefined {
+  return SIBLINGS.flat().find((prefix) => rel.startsWith(prefix));
+}
 
 const root = new URL("..", import.meta.url).pathname;
 
@@ -91,6 +107,10 @@ for await (const path of walk(root.replace(/\/$/, ""))) {
     const theirs = rankOf(target);
     if (theirs === undefined) continue;
     if (theirs > own) problems.push(`${rel} imports ${target} from a higher layer`);
+    const [mine, other] = [siblingOf(rel), siblingOf(target)];
+    if (mine && other && mine !== other) {
+      problems.push(`${rel} imports ${target}: ${mine} and ${other} stay apart`);
+    }
     if (own === KITS && theirs === KITS && kitOf(rel) !== kitOf(target)) {
       problems.push(`${rel} imports another kit (${target}); kits stay independent`);
     }

@@ -17,8 +17,8 @@
 
 import { Logger } from "../actions/loggers.ts";
 import { createSettings, type OperatorSettings } from "../settings/settings.ts";
-import type { OperatorStats } from "../reactor/orchestration.ts";
-import { operator, type OperatorOptions } from "../reactor/running.ts";
+import type { OperatorStats } from "../reactor/causes/orchestration.ts";
+import { operator, type OperatorOptions } from "../reactor/lifetime/running.ts";
 
 /** A running operator. */
 export interface RunningOperator extends AsyncDisposable {

@@ -18,7 +18,7 @@
  */
 
 import { buildObjectReference } from "../actions/loggers.ts";
-import { currentPosters } from "../engines/posting.ts";
+import { currentPosters } from "../engines/observability/posting.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import type { KubeObjectLike } from "../structs/typed.ts";
 import type { LogLevel } from "../settings/settings.ts";

@@ -1,7 +1,7 @@
 // Unit tests of the explicit Events API: which calls queue an Event under which settings.
 import assert from "node:assert/strict";
 import type { KubeApi } from "../client/api.ts";
-import { EventPoster, withPoster } from "../engines/posting.ts";
+import { EventPoster, withPoster } from "../engines/observability/posting.ts";
 import { createSettings, type PostingSettings } from "../settings/settings.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { event, exception, info, warn } from "./events.ts";

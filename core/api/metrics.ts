@@ -14,7 +14,7 @@ import {
   type HistogramMetric,
   type HistogramOptions,
   type MetricOptions,
-} from "../engines/metrics_custom.ts";
+} from "../engines/observability/metrics_custom.ts";
 
 /** The declarations of authors' metrics. */
 export interface Metrics {

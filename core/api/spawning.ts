@@ -18,7 +18,7 @@
  */
 
 import type { ErrorsMode } from "../actions/execution.ts";
-import type { SpawnedContext } from "../engines/daemons.ts";
+import type { SpawnedContext } from "../engines/runners/daemons.ts";
 import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import {
   handlerFilters,

@@ -13,16 +13,16 @@ import { Logger } from "../actions/loggers.ts";
 import { ConfigError } from "../client/config.ts";
 import { LoginError } from "../client/vault.ts";
 import { KubeClient } from "../client/client.ts";
-import { ActivityError } from "../engines/activities.ts";
-import { detectIdentity, peeringTargets, touchPeering } from "../engines/peering.ts";
-import { endpointUrl } from "../engines/probing.ts";
-import { operator, OperatorStartError } from "../reactor/running.ts";
+import { ActivityError } from "../engines/runners/activities.ts";
+import { detectIdentity, peeringTargets, touchPeering } from "../engines/coordination/peering.ts";
+import { endpointUrl } from "../engines/observability/probing.ts";
+import { operator, OperatorStartError } from "../reactor/lifetime/running.ts";
 import { createSettings } from "../settings/settings.ts";
 import { argsErrorMessage } from "./args.ts";
 import { armUltimateExit } from "../api/embedding.ts";
 import { loadModule } from "./loading.ts";
 import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE, shardsCommand } from "./scaling.ts";
-import { LeadershipLostError } from "../engines/leadership.ts";
+import { LeadershipLostError } from "../engines/coordination/leadership.ts";
 import { configureLogging, type LogFormat, type LoggingOptions } from "../api/logging.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */

@@ -6,7 +6,7 @@
 
 import { parseArgs } from "node:util";
 import { KubeClient } from "../client/client.ts";
-import { readShardStatus } from "../engines/sharding.ts";
+import { readShardStatus } from "../engines/coordination/sharding.ts";
 import type { OperatorSettings } from "../settings/settings.ts";
 import { checkShardCount, MAX_SHARDS } from "../structs/shards.ts";
 

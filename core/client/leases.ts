@@ -7,8 +7,8 @@
  * a Lease is expired when its record has not changed for `leaseDurationSeconds` since this
  * process first saw that record, so clock skew between replicas does not matter.
  *
- * Used by the leader election (`engines/leadership.ts`) and the shard Leases
- * (`engines/sharding.ts`). Nothing here decides *when* to renew: callers run the loop.
+ * Used by the leader election (`engines/coordination/leadership.ts`) and the shard Leases
+ * (`engines/coordination/sharding.ts`). Nothing here decides *when* to renew: callers run the loop.
  * @module
  */
 

@@ -4,7 +4,7 @@
  * resync), and the context with the cache reader and server-side apply.
  *
  * Kept apart from the cause handlers' records: reconcile handlers are run by their own
- * controller (`core/reactor/reconciling.ts`), not by the reactor's cause detection.
+ * controller (`core/reactor/reconcile/reconciling.ts`), not by the reactor's cause detection.
  * @module
  */
 

@@ -5,8 +5,8 @@
  * {@link WebhookServerProtocol}). Also the one pure computation admission needs: turning a
  * mutating handler's merge patch into the JSON patch Kubernetes expects.
  *
- * No I/O here: the servers live in `core/engines/webhooks.ts`, the handling of reviews in
- * `core/engines/admission.ts`.
+ * No I/O here: the servers live in `core/engines/admission/webhooks.ts`, the handling of reviews in
+ * `core/engines/admission/admission.ts`.
  * @module
  */
 

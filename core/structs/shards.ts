@@ -130,3 +130,13 @@ export function describeShardRange(shard: number, count: number): string {
   const { start, end } = shardRange(shard, count);
   return `${bound(start)}-${bound(end)}`;
 }
+
+/** How objects are split into shards (all replicas of an operator must agree). */
+export interface ShardSpace {
+  /** The number of virtual shards. */
+  readonly count: number;
+  /** What is hashed. */
+  readonly key: ShardKey;
+  /** Send `shardSelector` to the server (it supports sharded watches). */
+  readonly serverSide: boolean;
+}

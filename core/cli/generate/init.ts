@@ -109,7 +109,7 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
       "@kopf/ts/hierarchies": `${kopf}/kits/hierarchies.ts`,
       "@kopf/ts/conditions": `${kopf}/kits/conditions.ts`,
       "@kopf/ts/builtins": `${kopf}/kits/builtins.ts`,
-      "@kopf/ts/metrics": `${kopf}/core/engines/metrics.ts`,
+      "@kopf/ts/metrics": `${kopf}/core/engines/observability/metrics.ts`,
       ...await frameworkImports(checkout!),
     }
     : { "@kopf/ts": `jsr:@kopf/ts@^${version}` };

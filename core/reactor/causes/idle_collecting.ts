@@ -1,0 +1,87 @@
+/**
+ * Idle garbage collection (`settings.process.idleGcDelay`): one full collection after each burst
+ * of processing, once the operator has idled for the delay with no worker running, then the C
+ * allocator's free pages returned (see core/util/memory.ts). The burst's spare kept-alive
+ * connections are closed first. Once per burst, never a periodic chore of an idle operator.
+ * @module
+ */
+
+import type { Logger } from "../../actions/loggers.ts";
+import type { HttpClient } from "../../client/http.ts";
+import type { OperatorSettings } from "../../settings/settings.ts";
+import { sleep } from "../../util/backoff.ts";
+import { releaseMemory } from "../../util/memory.ts";
+
+/** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
+const IDLE_CONNECTIONS_KEPT = 2;
+
+/** What the idle collector needs. */
+export interface IdleCollectingDeps {
+  /** The cluster connection, whose spare idle connections are closed. */
+  readonly client: { readonly http: Pick<HttpClient, "closeIdle"> };
+  /** Operator settings (`process.idleGcDelay`, read anew on every round). */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Stops collecting. */
+  readonly signal: AbortSignal;
+  /** Whether a worker runs now: no collection in the middle of a cycle. */
+  readonly busy: () => boolean;
+}
+
+/** Collects garbage once after each burst of processing cycles, when the operator idles. */
+export class IdleCollector {
+  #deps: IdleCollectingDeps;
+  /** Processing cycles since the last collection, and when the last one began. */
+  #cycles = 0;
+  #lastCycleAt = 0;
+
+  /**
+   * A collector that runs once `run()` is called.
+   * @param deps Collaborators.
+   */
+  constructor(deps: IdleCollectingDeps) {
+    this.#deps = deps;
+  }
+
+  /** Notes that a processing cycle begins: the burst goes on. */
+  cycle(): void {
+    this.#cycles++;
+    this.#lastCycleAt = performance.now();
+  }
+
+  /**
+   * Collects after each burst until the signal aborts, or until the setting is turned off, or
+   * for good when the runtime offers no way to collect.
+   */
+  async run(): Promise<void> {
+    const { signal, settings, logger } = this.#deps;
+    while (!signal.aborted) {
+      const delayMs = (settings.process.idleGcDelay ?? 0) * 1000;
+      // Nothing processed since the last collection: check again a whole delay later (a cheap
+      // timer, not a busy loop); otherwise, when the delay after the last cycle is up.
+      const idleMs = performance.now() - this.#lastCycleAt;
+      const waitMs = this.#cycles === 0 ? delayMs : Math.max(delayMs - idleMs, 100);
+      try {
+        await sleep(waitMs, signal);
+      } catch {
+        return; // stopped
+      }
+      if (settings.process.idleGcDelay === null) return;
+      if (this.#cycles === 0 || performance.now() - this.#lastCycleAt < delayMs) continue;
+      if (this.#deps.busy()) continue;
+      const cycles = this.#cycles;
+      this.#cycles = 0;
+      const t0 = performance.now();
+      // The burst's spare connections first: their buffers are then garbage to collect.
+      const closed = this.#deps.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
+      const { collected, trimmed } = await releaseMemory();
+      if (!collected && !trimmed) return; // the runtime offers no way: never try again
+      const ms = (performance.now() - t0).toFixed(0);
+      logger.debug(
+        `Collected garbage after ${cycles} cycles and ${delayMs / 1000}s idle ` +
+          `(${ms} ms${trimmed ? ", allocator trimmed" : ""}, ${closed} idle connections closed)`,
+      );
+    }
+  }
+}

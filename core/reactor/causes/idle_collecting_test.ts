@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { type LogEntry, Logger } from "../../actions/loggers.ts";
+import { createSettings } from "../../settings/settings.ts";
+import { IdleCollector } from "./idle_collecting.ts";
+
+const COLLECTED =
+  /^Collected garbage after (\d+) cycles and 0\.1s idle \(\d+ ms(, allocator trimmed)?, 3 idle connections closed\)$/;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
+    await sleep(10);
+  }
+}
+
+function harness() {
+  const controller = new AbortController();
+  const logs: LogEntry[] = [];
+  const closes: number[] = [];
+  const state = { busy: false };
+  const collector = new IdleCollector({
+    client: { http: { closeIdle: (keep = 0) => (closes.push(keep), 3) } },
+    settings: createSettings({ process: { idleGcDelay: 0.1 } }),
+    logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
+    signal: controller.signal,
+    busy: () => state.busy,
+  });
+  const collections = () => logs.filter((e) => COLLECTED.test(e.message));
+  return { collector, controller, logs, closes, state, collections };
+}
+
+Deno.test("IdleCollector: once after each burst, never while idle with nothing processed", async () => {
+  const { collector, controller, closes, collections } = harness();
+  const running = collector.run();
+  await sleep(350); // over three delays with no cycle: nothing to give back
+  assert.equal(collections().length, 0);
+  assert.deepEqual(closes, []);
+
+  collector.cycle();
+  collector.cycle();
+  await until(() => collections().length === 1, "the first collection");
+  assert.equal(COLLECTED.exec(collections()[0]!.message)![1], "2");
+  assert.deepEqual(closes, [2]); // the spare connections of the burst, but a couple kept
+  await sleep(350);
+  assert.equal(collections().length, 1);
+
+  collector.cycle();
+  await until(() => collections().length === 2, "the second collection");
+  controller.abort();
+  await running;
+});
+
+Deno.test("IdleCollector: waits while a worker runs", async () => {
+  const { collector, controller, state, collections } = harness();
+  state.busy = true;
+  const running = collector.run();
+  collector.cycle();
+  await sleep(400);
+  assert.equal(collections().length, 0);
+  state.busy = false;
+  await until(() => collections().length === 1, "the collection once idle");
+  controller.abort();
+  await running;
+});

@@ -1,0 +1,399 @@
+/**
+ * Orchestration: which (resource × namespace) streams run, started and stopped as resources
+ * (CRDs) and namespaces appear and go away. Each stream feeds its own per-object queue.
+ *
+ * - Selectors are resolved against discovery (Kopf's ambiguity rules); unknown names are reported
+ *   once and picked up when a matching CRD appears (`./resolving.ts`).
+ * - Cluster-wide operators (`clusterwide`) watch each resource once, cluster-wide. Namespaced ones
+ *   watch literal namespaces directly; glob patterns watch the Namespaces resource and follow it
+ *   (`./namespace_following.ts`). Cluster-scoped resources are always watched cluster-wide.
+ * - Sharded replicas (`sharding`): one stream per held shard per (resource × namespace), each
+ *   with the shard's `shardSelector` and the same filter on this side; {@link
+ *   Orchestrator.serveShards} starts and stops them as shards come and go, so a rebalance touches
+ *   only the moving shards. Resources with index handlers get one more, unsharded stream that
+ *   only indexes (indices hold all objects; handlers run on the owning replica only). Which
+ *   streams should run is planned in `./planning.ts`; one stream runs in `./streaming.ts`.
+ * - Resources that reconcile handlers cache (`shared`) are read from the cache's informers, not
+ *   watched again: the streams are taps of the shared watch, filtered here (see `./sharing.ts`).
+ * - After each burst of processing, memory is given back once the operator idles
+ *   (`./idle_collecting.ts`).
+ * @module
+ */
+
+import type { Lifecycle } from "../../actions/lifecycles.ts";
+import type { Logger } from "../../actions/loggers.ts";
+import type { KubeClient } from "../../client/client.ts";
+import { isRoutineSilence } from "../../client/watching.ts";
+import type { Memo } from "../../intents/contexts.ts";
+import type { OperatorRegistry } from "../../intents/registries.ts";
+import type { OperatorSettings } from "../../settings/settings.ts";
+import { isLiteralNamespace, type NamespacePattern } from "../../structs/namespaces.ts";
+import { resourceName } from "../../structs/resources.ts";
+import { AdmissionGate } from "../../util/gate.ts";
+import type { Semaphore } from "../../util/semaphore.ts";
+import { FieldPathChecks } from "../../engines/runners/field_paths.ts";
+import { type Index, Indexers, IndexingReadiness } from "../../engines/runners/indexing.ts";
+import type { OperatorPause } from "../../engines/coordination/peering.ts";
+import type { ResourceInventory } from "../../engines/observability/metrics.ts";
+import type { OperatorObserver } from "../../engines/observability/observers.ts";
+import { IdleCollector } from "./idle_collecting.ts";
+import { followNamespaces } from "../streams/namespace_following.ts";
+import { planStreams } from "./planning.ts";
+import type { ObjectQueue } from "./queueing.ts";
+import { ResourceResolver, type ServedResource } from "../streams/resolving.ts";
+import type { SharedInformers } from "../streams/sharing.ts";
+import { runStream, type ShardSpace, type StreamingDeps } from "./streaming.ts";
+
+export type { ShardSpace } from "./streaming.ts";
+
+/** What orchestration needs. */
+export interface OrchestrationDeps {
+  /** The cluster connection. */
+  readonly client: KubeClient;
+  /** The declared handlers. */
+  readonly registry: OperatorRegistry;
+  /** Operator settings. */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Handler ordering. */
+  readonly lifecycle: Lifecycle;
+  /** Operator memo (copied per object). */
+  readonly memo: Memo;
+  /** Namespace patterns (ignored when cluster-wide). */
+  readonly namespaces: readonly NamespacePattern[];
+  /** Watch cluster-wide. */
+  readonly clusterwide: boolean;
+  /** Bounds concurrent processing across all streams. */
+  readonly limiter?: Semaphore | undefined;
+  /** Stops everything. */
+  readonly signal: AbortSignal;
+  /**
+   * Aborts the handlers and requests in flight at once, with no time to finish (a lost
+   * leadership: another replica may lead soon); `signal` must abort too.
+   */
+  readonly halt?: AbortSignal | undefined;
+  /** Called once every initially served stream has listed its objects. */
+  readonly onReady?: (() => void) | undefined;
+  /**
+   * Called when a stream fails on its own (an unexpected error, not a stop): the operator must
+   * stop then, not go on without the stream. Without it, the failure is not caught.
+   */
+  readonly onFailure?: ((error: unknown) => void) | undefined;
+  /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
+  readonly paused?: OperatorPause | undefined;
+  /** Observes cycles, handlers, queues and watch streams (metrics, traces). */
+  readonly observer?: OperatorObserver | undefined;
+  /** Sharded replicas: the shard space; which shards are served comes by `serveShards()`. */
+  readonly sharding?: ShardSpace | undefined;
+  /** The informer cache of the reconcile handlers: the resources it holds are read from it. */
+  readonly shared?: SharedInformers | undefined;
+}
+
+/** What an operator holds in memory. */
+export interface OperatorStats {
+  /** Running watch streams (resource × namespace). */
+  readonly streams: number;
+  /** Objects remembered (memos, progress of resume, daemons). */
+  readonly objects: number;
+  /** Per-object workers running now. */
+  readonly workers: number;
+  /** Daemon and timer tasks running or stopping. */
+  readonly tasks: number;
+}
+
+interface Stream {
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+  readonly resource: string;
+}
+
+/** Runs and re-plans the streams of one operator. */
+export class Orchestrator {
+  #deps: OrchestrationDeps;
+  #streams = new Map<string, Stream>();
+  #queues = new Map<string, { queue: ObjectQueue; resource: string }>();
+  #served = new Map<string, ServedResource>();
+  #namespaces = new Set<string>();
+  #resolver: ResourceResolver;
+  #pendingListings = new Set<string>();
+  #activity = new Map<string, number>();
+  #idle: IdleCollector;
+  #ready = false;
+  #indexers: Indexers;
+  #readiness = new IndexingReadiness();
+  /** What every stream shares: the collaborators, the indices and this bookkeeping. */
+  #streaming: StreamingDeps;
+  #shards = new Set<number>();
+  #planned = false;
+  #fieldPaths = new FieldPathChecks();
+
+  /**
+   * An orchestrator with no stream running until `run()`.
+   * @param deps Collaborators.
+   */
+  constructor(deps: OrchestrationDeps) {
+    this.#deps = deps;
+    this.#indexers = new Indexers(deps.registry.indexIds());
+    this.#resolver = new ResourceResolver(deps);
+    this.#idle = new IdleCollector({ ...deps, busy: () => this.stats().workers > 0 });
+    const limit = deps.settings.queueing.admissionLimit;
+    this.#streaming = {
+      ...deps,
+      indexers: this.#indexers,
+      readiness: this.#readiness,
+      // Admits the cycles of all streams (settings.queueing.admissionLimit).
+      gate: limit ? new AdmissionGate(limit) : undefined,
+      books: {
+        opened: (key, queue, resource) => void this.#queues.set(key, { queue, resource }),
+        listed: (key) => {
+          this.#readiness.listed(key);
+          if (this.#pendingListings.delete(key)) this.#checkReady();
+        },
+        alive: (key) => void this.#activity.set(key, performance.now()),
+        paused: (key) => void this.#activity.delete(key),
+        cycle: () => this.#idle.cycle(),
+        closed: (key) => {
+          this.#activity.delete(key);
+          this.#queues.delete(key);
+        },
+      },
+    };
+  }
+
+  /** The operator's indices by name. */
+  get indices(): Readonly<Record<string, Index>> {
+    return this.#indexers.indices;
+  }
+
+  /**
+   * Resolves when every index listed and indexed its objects (Kopf's readiness gate: no handler
+   * runs on a partial index), or when the signal aborts.
+   * @param signal Stops waiting.
+   */
+  indexed(signal: AbortSignal): Promise<void> {
+    return this.#readiness.wait(signal);
+  }
+
+  /**
+   * The memo of an object the operator holds in memory (for admission reviews of changes).
+   * @param uid The object's uid.
+   * @returns Its memo, or `undefined` when the object is not known here.
+   */
+  memoOf(uid: string): Memo | undefined {
+    for (const { queue } of this.#queues.values()) {
+      const memory = queue.memory(uid);
+      if (memory) return memory.memo;
+    }
+    return undefined;
+  }
+
+  /**
+   * Describes streams that showed no sign of life (events, bookmarks, reconnects) for longer
+   * than twice the inactivity timeout — stuck beyond what their own watchdog repairs.
+   * @returns A description, or undefined when all streams are alive.
+   */
+  problems(): string | undefined {
+    const limit = this.#deps.settings.watching.inactivityTimeout * 2000;
+    const now = performance.now();
+    const stale = [...this.#activity].filter(([, at]) => now - at > limit).map(([key]) => key);
+    return stale.length
+      ? `Watch streams silent for over ${limit / 1000}s: ${stale.join(", ")}`
+      : undefined;
+  }
+
+  /**
+   * What the operator holds in memory right now (for tests of bookkeeping and for metrics).
+   * @returns Counts of streams, remembered objects, running workers and daemon/timer tasks.
+   */
+  stats(): OperatorStats {
+    let objects = 0;
+    let workers = 0;
+    let tasks = 0;
+    for (const { queue } of this.#queues.values()) {
+      objects += queue.size;
+      workers += queue.active;
+      for (const memory of queue.memories()) tasks += memory.spawner?.size ?? 0;
+    }
+    return { streams: this.#streams.size, objects, workers, tasks };
+  }
+
+  /**
+   * What the operator holds per resource (for metrics; reads every remembered object).
+   * @returns One entry per served resource.
+   */
+  inventory(): ResourceInventory[] {
+    const held = new Map<string, {
+      resource: string;
+      streams: number;
+      objects: number;
+      workers: number;
+      pending: number;
+      daemons: number;
+      timers: number;
+    }>();
+    const entry = (resource: string) => {
+      let e = held.get(resource);
+      if (!e) {
+        e = { resource, streams: 0, objects: 0, workers: 0, pending: 0, daemons: 0, timers: 0 };
+        held.set(resource, e);
+      }
+      return e;
+    };
+    for (const stream of this.#streams.values()) entry(stream.resource).streams++;
+    for (const { queue, resource } of this.#queues.values()) {
+      const e = entry(resource);
+      e.objects += queue.size;
+      e.workers += queue.active;
+      e.pending += queue.waiting;
+      for (const memory of queue.memories()) {
+        const counts = memory.spawner?.counts();
+        if (!counts) continue;
+        e.daemons += counts.daemons;
+        e.timers += counts.timers;
+      }
+    }
+    return [...held.values()];
+  }
+
+  /** Runs until the signal aborts; resolves after all streams drained. */
+  async run(): Promise<void> {
+    const { client, signal, settings } = this.#deps;
+    const tasks: Promise<unknown>[] = [];
+    try {
+      await this.#resolve();
+    } catch (error) {
+      if (signal.aborted) return; // stopped while discovering: nothing started yet
+      throw error;
+    }
+    const patterns = this.#deps.namespaces;
+    const followed = !this.#deps.clusterwide && patterns.some((p) => !isLiteralNamespace(p));
+    // Without scanning, the patterns are not followed: only the literal names are served.
+    if (!this.#deps.clusterwide && (!followed || settings.scanning.disabled)) {
+      for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
+    }
+    if (followed && !settings.scanning.disabled) {
+      tasks.push(followNamespaces({
+        ...this.#deps,
+        patterns,
+        served: this.#namespaces,
+        onKnown: () => this.#planNow(),
+        onChange: () => void this.#replan(),
+      }));
+    } else this.#planNow();
+    if (!settings.scanning.disabled) {
+      client.discovery.onChange(() =>
+        void this.#resolve().then(() => this.#replan(), (error) => {
+          if (!signal.aborted) this.#deps.logger.error(`Cannot re-read the resources: ${error}`);
+        })
+      );
+      tasks.push(
+        client.discovery.followDefinitions(signal, (error, retryInMs) => {
+          const message = `Watching CustomResourceDefinitions: ${error.message}; ` +
+            `retrying in ${(retryInMs / 1000).toFixed(1)}s`;
+          if (isRoutineSilence(error)) this.#deps.logger.info(message);
+          else this.#deps.logger.warning(message);
+        }).catch((error) => {
+          if (!signal.aborted) this.#deps.logger.error(`Stopped following CRDs: ${error}`);
+        }),
+      );
+    }
+    if (settings.process.idleGcDelay !== null) tasks.push(this.#idle.run());
+    // Followed namespaces are not known yet: the first plan, once they are, checks readiness.
+    if (this.#planned) this.#checkReady();
+    await new Promise<void>((resolve) =>
+      signal.addEventListener("abort", () => resolve(), { once: true })
+    );
+    await Promise.allSettled([...tasks, ...[...this.#streams.values()].map((s) => s.done)]);
+  }
+
+  async #resolve(): Promise<void> {
+    const resources = await this.#deps.client.discovery.resources(this.#deps.signal);
+    this.#served = this.#resolver.resolve(resources);
+    // Handlers filtering on a field their CRD's schema cannot hold: warned once per resource.
+    await this.#fieldPaths.check(
+      this.#deps,
+      [...this.#served.values()].map(({ resource, selectors }) => ({
+        resource,
+        handlers: Object.values(this.#deps.registry.handlersFor(resource, selectors)).flat(),
+      })),
+    );
+  }
+
+  /** The first full plan: the namespaces are known; shard changes replan from now on. */
+  #planNow(): void {
+    this.#planned = true;
+    this.#replan();
+  }
+
+  /**
+   * Serves exactly these shards from now on (sharded replicas only): streams of new shards
+   * start; those of dropped shards stop at once (their handlers, daemons and timers get their
+   * stop signals). Objects of dropped shards are released, not deleted: no handler runs for them.
+   * @param shards The shards this replica holds now.
+   * @returns Resolves when the dropped shards' work has finished (or its grace period passed).
+   */
+  async serveShards(shards: ReadonlySet<number>): Promise<void> {
+    this.#shards = new Set(shards);
+    // Before run() has planned the streams, nothing runs yet; planning now, with no resources
+    // resolved, would open the readiness gates with no index listed.
+    if (!this.#planned) return;
+    await Promise.all(this.#replan());
+  }
+
+  /**
+   * Starts streams that should run and stops those that should not.
+   * @returns The ends of the streams it stopped.
+   */
+  #replan(): Promise<void>[] {
+    const { registry } = this.#deps;
+    const wanted = planStreams({
+      served: this.#served,
+      clusterwide: this.#deps.clusterwide,
+      namespaces: this.#namespaces,
+      shards: this.#deps.sharding ? this.#shards : undefined,
+      indexed: (resource, selectors) =>
+        registry.handlersFor(resource, selectors).indexing.length > 0,
+    });
+    const stopped: Promise<void>[] = [];
+    for (const [key, stream] of this.#streams) {
+      if (!wanted.has(key)) {
+        stream.controller.abort();
+        stopped.push(stream.done);
+        this.#streams.delete(key);
+        this.#activity.delete(key);
+        this.#pendingListings.delete(key);
+      }
+    }
+    for (const [key, target] of wanted) {
+      if (this.#streams.has(key) || this.#deps.signal.aborted) continue;
+      const controller = new AbortController();
+      const signal = AbortSignal.any([controller.signal, this.#deps.signal]);
+      if (!this.#ready) this.#pendingListings.add(key);
+      if (
+        target.role !== "process" &&
+        registry.handlersFor(target.resource, target.selectors).indexing.length
+      ) {
+        this.#readiness.expect(key);
+      }
+      const done = runStream(this.#streaming, key, target, signal);
+      const onFailure = this.#deps.onFailure;
+      if (onFailure) {
+        done.catch((error) => {
+          if (!signal.aborted) onFailure(error); // failed on its own, not stopped
+        });
+      }
+      this.#streams.set(key, { controller, done, resource: resourceName(target.resource) });
+    }
+    this.#checkReady();
+    this.#readiness.check();
+    return stopped;
+  }
+
+  #checkReady(): void {
+    if (!this.#ready && this.#pendingListings.size === 0) {
+      this.#ready = true;
+      this.#deps.onReady?.();
+    }
+  }
+}

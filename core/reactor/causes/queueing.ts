@@ -1,0 +1,450 @@
+/**
+ * Per-object serial workers: events are keyed by object (uid), each object has at most one
+ * worker, a worker processes its object's events strictly one at a time, and a burst of events
+ * collapses to the latest one. Different objects are processed concurrently (optionally bounded).
+ *
+ * Read-your-writes: after a cycle patched the object, the worker continues from the object as
+ * stored by that patch; when the watch later echoes that same version (or an older one), the
+ * echo is skipped. Delays (retries, the next handler) wait in memory, interrupted by new events.
+ * Unexpected errors are throttled per object with `settings.queueing.errorDelays`.
+ * @module
+ */
+
+import type { Logger } from "../../actions/loggers.ts";
+import type { QueueingSettings } from "../../settings/settings.ts";
+import type { KubeObject } from "../../structs/objects.ts";
+import { sleep } from "../../util/backoff.ts";
+import type { AdmissionGate } from "../../util/gate.ts";
+import type { Semaphore } from "../../util/semaphore.ts";
+import type { OperatorObserver } from "../../engines/observability/observers.ts";
+import type { Memo } from "../../intents/contexts.ts";
+import type { Spawner } from "../../engines/runners/daemons.ts";
+import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
+
+/** What the queue needs. */
+export interface QueueDeps {
+  /** `settings.queueing` (read live). */
+  readonly settings: QueueingSettings;
+  /** Processes one event; the queue guarantees one call at a time per object. */
+  readonly process: (memory: ObjectMemory, event: ObjectEvent) => Promise<CycleResult>;
+  /** Creates the memo of an object seen for the first time (its memory is the queue's). */
+  readonly createMemo: (body: KubeObject) => Memo;
+  /**
+   * Whether an object's memory holds nothing worth keeping once its worker exits idle (then it is
+   * dropped, and made anew by the object's next event). Unset: memories are kept until deletion.
+   */
+  readonly forgettable?: ((memory: ObjectMemory) => boolean) | undefined;
+  /** Where unexpected errors are logged. */
+  readonly logger: Logger;
+  /** Stops the workers. */
+  readonly signal: AbortSignal;
+  /** Bounds concurrent processing across objects (shared between queues if given). */
+  readonly limiter?: Semaphore | undefined;
+  /** Bounds concurrent processing of this queue's objects (`settings.queueing.workerLimit`). */
+  readonly streamLimiter?: Semaphore | undefined;
+  /**
+   * Admits cycles (`settings.queueing.admissionLimit`, shared by all queues): a worker waits for
+   * it before it takes its latest event, so events keep coalescing meanwhile.
+   */
+  readonly gate?: AdmissionGate | undefined;
+  /** Observes queueing (metrics): adds, waits, retries. */
+  readonly observer?: OperatorObserver | undefined;
+  /** The queue's name for the observer (the resource). @default "" */
+  readonly name?: string | undefined;
+}
+
+/** The key of an object: its uid, or namespace/name when it has none. */
+export function objectKey(body: KubeObject): string {
+  const meta = body.metadata ?? {};
+  return meta.uid ?? `${meta.namespace ?? ""}/${meta.name ?? ""}`;
+}
+
+/** Compares two resourceVersions when both are numeric (etcd); otherwise only equality counts. */
+function notNewer(candidate: string | undefined, known: string | undefined): boolean {
+  if (!candidate || !known) return false;
+  if (candidate === known) return true;
+  // Decimal numbers without leading zeros: the shorter is smaller, else the order of the text.
+  if (/^[1-9]\d*$/.test(candidate) && /^[1-9]\d*$/.test(known)) {
+    return candidate.length < known.length ||
+      (candidate.length === known.length && candidate < known);
+  }
+  return false;
+}
+
+/** An event older than (or as old as) what was processed, and not one that must be processed. */
+function isStale(event: ObjectEvent, processed: string | undefined): boolean {
+  return !event.forced && event.type !== "DELETED" &&
+    notNewer(event.body.metadata?.resourceVersion, processed);
+}
+
+class ObjectWorker {
+  pending: ObjectEvent | undefined;
+  /** When the pending event (from outside) arrived, for the observer's wait time. */
+  pendingSince: number | undefined;
+  #wake: (() => void) | undefined;
+  done: Promise<void>;
+
+  constructor(
+    readonly key: string,
+    readonly memory: ObjectMemory,
+    readonly queue: ObjectQueue,
+    first: ObjectEvent,
+  ) {
+    this.pending = first;
+    if (queue.deps.observer) this.pendingSince = performance.now();
+    this.done = this.#run();
+  }
+
+  /** Set once the object's DELETED event was processed: its memory can go. */
+  gone = false;
+
+  /** The resourceVersion the last cycle left the object at. */
+  #processed: string | undefined;
+
+  push(event: ObjectEvent): void {
+    // The watch's echo of our own write (or anything older): nothing new, not even a wake-up.
+    if (isStale(event, this.#processed)) return;
+    if (this.queue.deps.observer) this.pendingSince ??= performance.now();
+    this.pending = event;
+    this.#wake?.();
+  }
+
+  /** Ends a wait at once (the queue calls it for all workers when the operator stops). */
+  interrupt(): void {
+    this.#wake?.();
+  }
+
+  /**
+   * Waits for a new event: at most `seconds` when something is due then (a timer of its own),
+   * else until the queue finds it idle for longer than `settings.queueing.idleTimeout` (one
+   * sweep for all idle workers: a timer per idle worker adds up over thousands of objects).
+   * No listener on the operator's signal per wait: the queue interrupts all workers at once.
+   * @returns Whether an event came.
+   */
+  async #waitForEvent(seconds: number | undefined): Promise<boolean> {
+    if (this.pending) return true;
+    if (this.queue.deps.signal.aborted) return false;
+    await new Promise<void>((resolve) => {
+      if (seconds === undefined) {
+        this.#wake = resolve;
+        this.queue.idle(this);
+        return;
+      }
+      const timer = setTimeout(resolve, seconds * 1000);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#wake = undefined;
+    this.queue.busy(this);
+    return Boolean(this.pending);
+  }
+
+  /**
+   * Kopf's batch window: waits until no newer event arrived for `seconds`; each newer event (it
+   * replaces the pending one) starts the wait anew. Ends at once when the queue stops.
+   */
+  async #batch(seconds: number): Promise<void> {
+    const { signal } = this.queue.deps;
+    for (;;) {
+      const seen = this.pending;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, seconds * 1000);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+      if (signal.aborted || this.pending === seen) return;
+    }
+  }
+
+  async #run(): Promise<void> {
+    const { deps } = this.queue;
+    let current: ObjectEvent | undefined;
+    let processedVersion: string | undefined;
+    let dueIn: number | undefined; // seconds until `current` must be re-processed without events
+    let errors = 0;
+    while (!deps.signal.aborted) {
+      if (!this.pending) {
+        const arrived = await this.#waitForEvent(dueIn);
+        if (deps.signal.aborted) break;
+        if (!arrived) {
+          if (dueIn === undefined || !current) break; // idle: the worker exits (see forgettable)
+          this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
+          deps.observer?.retried(deps.name ?? "");
+        } else if (deps.settings.kopfBatching) {
+          // Batched below, as every event from outside.
+        } else if (deps.settings.batchWindow > 0) {
+          // Opt-in batching: wait, so a burst collapses to its latest event.
+          await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
+        } else {
+          // One macrotask only: events already read from the stream in the same chunk land
+          // first, so a burst still collapses without delaying a lone change.
+          await nextMacrotask();
+        }
+      }
+      // Kopf's batching: an event from outside (an object's first one too, unless a cycle is
+      // retried after an error) waits until no newer one came for the window.
+      if (deps.settings.kopfBatching && !this.pending?.internal && errors === 0) {
+        await this.#batch(deps.settings.batchWindow || KOPF_BATCH_WINDOW);
+        if (deps.signal.aborted) break;
+      }
+      if (deps.gate) {
+        const admission = deps.gate.enter(deps.signal);
+        if (admission) {
+          try {
+            await admission;
+          } catch {
+            break; // the queue stops
+          }
+        }
+      }
+      const event = this.pending!;
+      this.pending = undefined;
+      if (this.pendingSince !== undefined) {
+        deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
+        this.pendingSince = undefined;
+      }
+      if (event !== current && isStale(event, processedVersion)) {
+        deps.gate?.leave();
+        continue;
+      }
+      let result: CycleResult;
+      try {
+        try {
+          await deps.streamLimiter?.acquire(deps.signal);
+          try {
+            await deps.limiter?.acquire(deps.signal);
+            try {
+              result = await deps.process(this.memory, event);
+            } finally {
+              deps.limiter?.release();
+            }
+          } finally {
+            deps.streamLimiter?.release();
+          }
+        } finally {
+          deps.gate?.leave();
+        }
+        errors = 0;
+      } catch (error) {
+        if (deps.signal.aborted) break;
+        const delays = deps.settings.errorDelays;
+        const delay = delays.length ? delays[Math.min(errors, delays.length - 1)]! : 0;
+        errors++;
+        deps.logger.forObject(event.body, { local: true }).exception(
+          `Unexpected error while processing; retrying in ${delay}s.`,
+          error,
+        );
+        this.pending ??= event;
+        deps.observer?.retried(deps.name ?? "");
+        await sleep(delay * 1000, deps.signal).catch(() => {});
+        continue;
+      }
+      if (event.type === "DELETED") {
+        this.gone = true;
+        break;
+      }
+      // A write that changed nothing returns the same resourceVersion: nothing new to look at.
+      const wrote = result.body !== undefined &&
+        result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
+      current = result.body ? { type: "MODIFIED", body: result.body, internal: true } : event;
+      // Kept only for wake-ups by daemons and timers; other objects need no body in memory.
+      if (this.memory.spawner) this.memory.latest = current.body;
+      processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
+      this.#processed = processedVersion;
+      dueIn = result.delay;
+      // After our own write, look at the stored object once more: it may contain someone else's
+      // change made while the cycle ran, whose own watch event is older and will be skipped.
+      // Without an essential change this cycle makes no request at all.
+      // (An event that arrived during the cycle is older than our write when not newer: the
+      // stored object already includes it.)
+      const arrived = this.pending as ObjectEvent | undefined; // may have been set during the cycle
+      const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, processedVersion);
+      if ((dueIn === 0 || (wrote && !result.settled)) && (!arrived || stale)) {
+        this.pending = { ...current, internal: true, forced: true };
+      }
+    }
+  }
+}
+
+/** Kopf's default batch window (seconds), used by `kopfBatching` when `batchWindow` is 0. */
+const KOPF_BATCH_WINDOW = 0.1;
+
+let tick: Promise<void> | undefined;
+
+/** The next macrotask, one timer for everyone who asks in the same turn. */
+function nextMacrotask(): Promise<void> {
+  return tick ??= new Promise<void>((resolve) =>
+    setTimeout(() => {
+      tick = undefined;
+      resolve();
+    }, 0)
+  );
+}
+
+/**
+ * The memory of one object, kept by its queue. A class, not a literal with a `wake` closure: one
+ * closure and its context per remembered object add up (~100 bytes each, 1 MiB per 10,000).
+ */
+class QueuedMemory implements ObjectMemory {
+  readonly memo: Memo;
+  handledOnce = false;
+  spawner: Spawner | undefined;
+  lastEssence: string | undefined;
+  latest: KubeObject | undefined;
+  readonly #queue: ObjectQueue;
+  readonly #key: string;
+
+  constructor(memo: Memo, queue: ObjectQueue, key: string) {
+    this.memo = memo;
+    this.#queue = queue;
+    this.#key = key;
+  }
+
+  wake(): void {
+    this.#queue.wake(this.#key);
+  }
+}
+
+/** Routes object events to per-object workers. */
+export class ObjectQueue {
+  /** The queue's collaborators. */
+  readonly deps: QueueDeps;
+  #workers = new Map<string, ObjectWorker>();
+  #memories = new Map<string, ObjectMemory>();
+  /** Workers waiting with nothing due, and since when (insertion order is idle order). */
+  #idle = new Map<ObjectWorker, number>();
+  #sweeper: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * A worker waits with nothing due: it exits once idle for `settings.queueing.idleTimeout`.
+   * @param worker The worker.
+   */
+  idle(worker: ObjectWorker): void {
+    this.#idle.set(worker, performance.now());
+    // Swept a few times per timeout: idle workers exit up to a quarter of it late.
+    const every = Math.max(10, (this.deps.settings.idleTimeout * 1000) / 4);
+    this.#sweeper ??= setInterval(() => this.#sweep(), every);
+  }
+
+  /**
+   * A worker stopped waiting.
+   * @param worker The worker.
+   */
+  busy(worker: ObjectWorker): void {
+    this.#idle.delete(worker);
+  }
+
+  #sweep(): void {
+    if (this.#idle.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
+    const cutoff = performance.now() - this.deps.settings.idleTimeout * 1000;
+    for (const [worker, since] of this.#idle) {
+      if (since > cutoff) break; // the rest went idle later
+      this.#idle.delete(worker);
+      worker.interrupt();
+    }
+  }
+
+  /** @param deps What the workers need. */
+  constructor(deps: QueueDeps) {
+    this.deps = deps;
+    deps.signal.addEventListener("abort", () => {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      for (const worker of this.#workers.values()) worker.interrupt();
+    }, { once: true });
+  }
+
+  /**
+   * Queues an event for its object, starting a worker if none runs.
+   * @param event The event.
+   */
+  push(event: ObjectEvent): void {
+    const key = objectKey(event.body);
+    if (!event.internal) this.deps.observer?.queued(this.deps.name ?? "");
+    const worker = this.#workers.get(key);
+    if (worker) {
+      worker.push(event);
+      return;
+    }
+    let memory = this.#memories.get(key);
+    if (!memory) {
+      memory = new QueuedMemory(this.deps.createMemo(event.body), this, key);
+      this.#memories.set(key, memory);
+    }
+    const started = new ObjectWorker(key, memory, this, event);
+    this.#workers.set(key, started);
+    started.done.finally(() => {
+      if (this.#workers.get(key) === started) this.#workers.delete(key);
+      if (started.gone || started.pending?.type === "DELETED") this.#memories.delete(key);
+      else if (!started.pending && this.deps.forgettable?.(memory)) this.#memories.delete(key);
+      if (started.pending && !this.deps.signal.aborted) {
+        // An event arrived as the worker was exiting: start a new one for it.
+        const again = started.pending;
+        started.pending = undefined;
+        this.push(again);
+      }
+    });
+  }
+
+  /**
+   * Re-processes a remembered object soon with its latest body (see {@link ObjectMemory.wake}).
+   * @param key The object's key.
+   */
+  wake(key: string): void {
+    const memory = this.#memories.get(key);
+    const body = memory?.latest;
+    if (!memory || !body || this.deps.signal.aborted) return;
+    this.push({ type: "MODIFIED", body, forced: true, internal: true });
+  }
+
+  /**
+   * The memory of one remembered object.
+   * @param key The object's key (its uid; see {@link objectKey}).
+   * @returns The memory, or `undefined` for an object not seen (or already forgotten).
+   */
+  memory(key: string): ObjectMemory | undefined {
+    return this.#memories.get(key);
+  }
+
+  /** The memories of all remembered objects. */
+  memories(): ObjectMemory[] {
+    return [...this.#memories.values()];
+  }
+
+  /** Number of objects remembered (for tests of memory growth). */
+  get size(): number {
+    return this.#memories.size;
+  }
+
+  /** Number of running workers. */
+  get active(): number {
+    return this.#workers.size;
+  }
+
+  /** Number of objects whose event waits for their worker (a burst counts once). */
+  get waiting(): number {
+    let n = 0;
+    for (const worker of this.#workers.values()) if (worker.pending) n++;
+    return n;
+  }
+
+  /**
+   * Waits for all workers to finish (after the signal aborted), at most `timeoutSeconds`.
+   * @param timeoutSeconds Upper bound.
+   */
+  async drain(timeoutSeconds: number): Promise<void> {
+    const all = Promise.allSettled([...this.#workers.values()].map((w) => w.done));
+    const timeout = new AbortController();
+    await Promise.race([all, sleep(timeoutSeconds * 1000, timeout.signal).catch(() => {})]);
+    timeout.abort();
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * One term of service: from joining the peers (or the shard Leases) to a clean stop. The
+ * operator serves one term, or with leader election one per won Lease (`coordinating.ts`).
+ *
+ * A term starts peering, the Events poster, the shared informer cache (for reconcile handlers),
+ * the orchestration of watch streams, the reconcile controllers, the shard coordinator and the
+ * webhook server; then it stops them in order (`stopping.ts`) and leaves the peers last.
+ * @module
+ */
+
+import { getDefaultLifecycle, type Lifecycle } from "../../actions/lifecycles.ts";
+import type { Logger } from "../../actions/loggers.ts";
+import type { KubeClient } from "../../client/client.ts";
+import { type AdmissionRun, startAdmission } from "../../engines/admission/admission.ts";
+import type { OperatorObserver } from "../../engines/observability/observers.ts";
+import { detectIdentity, OperatorPause, startPeering } from "../../engines/coordination/peering.ts";
+import { type EventPoster, withPoster } from "../../engines/observability/posting.ts";
+import { ShardCoordinator } from "../../engines/coordination/sharding.ts";
+import type { Memo } from "../../intents/contexts.ts";
+import type { OperatorRegistry } from "../../intents/registries.ts";
+import type { OperatorSettings } from "../../settings/settings.ts";
+import type { NamespacePattern } from "../../structs/namespaces.ts";
+import { Semaphore } from "../../util/semaphore.ts";
+import type { Sharding } from "./coordinating.ts";
+import { firstLine, OperatorStartError } from "./errors.ts";
+import { type OperatorStats, Orchestrator } from "../causes/orchestration.ts";
+import { ReconcileControllers } from "../reconcile/reconciling.ts";
+import { SharedInformers } from "../streams/sharing.ts";
+import { stopInOrder } from "./stopping.ts";
+
+/** What a term of service needs: the operator's parts, and where to tell what it runs. */
+export interface ServingDeps {
+  /** The connected client. */
+  readonly client: KubeClient;
+  /** The handlers. */
+  readonly registry: OperatorRegistry;
+  /** Operator settings. */
+  readonly settings: OperatorSettings;
+  /** Operator logger. */
+  readonly logger: Logger;
+  /** Operator memo. */
+  readonly memo: Memo;
+  /** The namespace patterns to serve. */
+  readonly namespaces: readonly NamespacePattern[];
+  /** Serve all namespaces with cluster-wide watches. */
+  readonly clusterwide: boolean;
+  /** This operator's identity in peering objects. @default detected anew each term */
+  readonly identity: string | undefined;
+  /** Handler ordering. @default the default lifecycle, as of each term */
+  readonly lifecycle: Lifecycle | undefined;
+  /** The Events poster (run for the term; its queue is posted at the stop). */
+  readonly poster: EventPoster;
+  /** What the orchestration reports to, if observed. */
+  readonly observer: OperatorObserver | undefined;
+  /** The sharding setup, if sharded. */
+  readonly sharding: Sharding | undefined;
+  /** Called when every served stream has listed its objects once. */
+  readonly onReady: (() => void) | undefined;
+  /** Stops the operator with an error (a failing stream or webhook server). */
+  readonly onFailure: (error: unknown) => void;
+  /** Receives what the term's orchestrator holds in memory. */
+  readonly observe: ((stats: () => OperatorStats) => void) | undefined;
+  /** Told the term's pause switch as the term starts (liveness and metrics read it). */
+  readonly onPause: (pause: OperatorPause) => void;
+  /** Told the term's orchestrator once it exists (liveness, metrics, activities' indices). */
+  readonly onServing: (orchestrator: Orchestrator) => void;
+  /**
+   * Told, as the term starts, what of the term's parts that should run does not (the liveness
+   * endpoint answers 503 with it): undefined while all run.
+   */
+  readonly onProblems: (problems: () => string | undefined) => void;
+}
+
+/**
+ * Serves one term until its signal aborts, then stops it in order.
+ * @param deps The operator's parts.
+ * @param signal Ends the term: the operator's stop, or a lost Lease.
+ * @param halt Aborts on a lost Lease: the handlers in flight are aborted at once.
+ * @returns Resolves after a clean stop of the term.
+ * @throws {OperatorStartError} when peering or the webhook server cannot start.
+ */
+export async function serveTerm(
+  deps: ServingDeps,
+  signal: AbortSignal,
+  halt?: AbortSignal,
+): Promise<void> {
+  const { client, registry, settings, logger, memo, namespaces, clusterwide, sharding } = deps;
+  const pause = new OperatorPause();
+  deps.onPause(pause);
+  // What runs for the term stops with it on every exit path: a start that fails half-way stops
+  // what it already started (the Events poster, the webhook server) instead of leaving it on.
+  const ended = new AbortController();
+  const term = AbortSignal.any([signal, ended.signal]);
+  // A part that stopped on its own while the term should run (reported by the liveness endpoint).
+  let missing: string | undefined;
+  deps.onProblems(() => missing);
+  const peeringStop = new AbortController();
+  let peered: Promise<void> | undefined;
+  let coordinator: ShardCoordinator | undefined;
+  let shared: SharedInformers | undefined;
+  try {
+    const peering = await startPeering({
+      api: client.api,
+      settings: settings.peering,
+      watching: settings.watching,
+      identity: deps.identity ?? detectIdentity(),
+      namespaces,
+      pause,
+      logger: logger.child(["kopf", "peering"]),
+      signal: AbortSignal.any([signal, peeringStop.signal]),
+      exitTimeout: settings.process.gracePeriod,
+    }).catch((error) => {
+      if (signal.aborted) throw error;
+      throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, {
+        cause: error,
+      });
+    });
+    peered = peering?.finished;
+    const posting = deps.poster.run(term);
+    // One informer cache for the reconcile handlers and whatever else reads their resources.
+    shared = registry.reconcilers().length
+      ? new SharedInformers({
+        client,
+        registrations: registry.reconcilers(),
+        settings,
+        logger,
+        namespaces,
+        clusterwide,
+      })
+      : undefined;
+    const orchestrator = new Orchestrator({
+      client,
+      registry,
+      settings,
+      logger,
+      lifecycle: deps.lifecycle ?? getDefaultLifecycle(),
+      memo,
+      namespaces,
+      clusterwide,
+      limiter: settings.execution.maxWorkers
+        ? new Semaphore(settings.execution.maxWorkers)
+        : undefined,
+      signal: term,
+      onReady: deps.onReady,
+      onFailure: deps.onFailure,
+      ...(peering ? { paused: pause } : {}),
+      observer: deps.observer,
+      ...(sharding ? { sharding: sharding.space } : {}),
+      shared,
+      halt,
+    });
+    deps.onServing(orchestrator);
+    // Level-based reconcile handlers run beside the reactor, over the shared cache.
+    const reconcilers = shared
+      ? new ReconcileControllers({
+        client,
+        registrations: registry.reconcilers(),
+        settings,
+        logger,
+        memo,
+        namespaces,
+        clusterwide,
+        indices: orchestrator.indices,
+        indexed: (s: AbortSignal) => orchestrator.indexed(s),
+        ...(peering ? { pause } : {}),
+        ...(sharding ? { sharding: sharding.space } : {}),
+        shared,
+        signal: term,
+      })
+      : undefined;
+    if (sharding) {
+      coordinator = new ShardCoordinator({
+        ...sharding.deps,
+        serve: (shards) => {
+          deps.observer?.state("shards_owned", shards.size, { name: settings.sharding.name });
+          return Promise.all([
+            orchestrator.serveShards(shards),
+            reconcilers?.serveShards(shards),
+          ]).then(() => {});
+        },
+        signal: term,
+      });
+      await coordinator.join(); // the first fair share is served from the first listing
+    }
+    deps.observe?.(() => orchestrator.stats());
+    const admission = registry.webhooks().length
+      ? serveWebhooks(deps, orchestrator, term, (why) => missing ??= why)
+      : undefined;
+    await admission?.ready.catch((error) => {
+      if (signal.aborted) return;
+      throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
+        cause: error,
+      });
+    });
+    const running = withPoster(
+      deps.poster,
+      () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
+    );
+    await stopInOrder({
+      signal: term,
+      running,
+      posting,
+      admission,
+      settings,
+      logger,
+      onFailure: deps.onFailure,
+    });
+  } finally {
+    ended.abort(); // after a clean stop, a no-op; after a failed start, stops what had started
+    await coordinator?.finished; // the shards' work stopped; their Leases are released
+    await shared?.[Symbol.asyncDispose](); // the cache's watches end with their readers
+    // Our peering entries are removed only after the streams stopped.
+    peeringStop.abort();
+    await peered;
+  }
+}
+
+/**
+ * Starts the webhook server for the term, with a stop signal of its own that follows the term's
+ * only while the server runs. A server that already stopped by itself (a start that failed after
+ * binding its port, e.g. when the webhook configurations cannot be written) has shut its
+ * listener down: `Deno.serve` would shut it down again when a signal it was given aborts later,
+ * and that second close crashes the process with `Uncaught BadResource` (e.g. on Ctrl-C).
+ * @param deps The operator's parts.
+ * @param orchestrator The term's orchestrator (memos and indices for the handlers).
+ * @param term The term's stop signal.
+ * @param stopped Told why, when the server stops by itself while the term runs.
+ * @returns The running webhook server.
+ */
+function serveWebhooks(
+  deps: ServingDeps,
+  orchestrator: Orchestrator,
+  term: AbortSignal,
+  stopped: (why: string) => void,
+): AdmissionRun {
+  const { client, registry, settings, logger, memo } = deps;
+  const own = new AbortController();
+  const forward = () => own.abort(term.reason);
+  if (term.aborted) forward();
+  else term.addEventListener("abort", forward, { once: true });
+  const admission = startAdmission({
+    client,
+    registry,
+    settings,
+    logger,
+    memo,
+    memoOf: (uid: string) => orchestrator.memoOf(uid),
+    indices: orchestrator.indices,
+    signal: own.signal,
+  });
+  const ended = (why: string) => {
+    term.removeEventListener("abort", forward);
+    if (!term.aborted) stopped(`The webhook server is not running: ${why}`);
+  };
+  admission.finished.then(() => ended("it exited"), (error) => ended(firstLine(error)));
+  return admission;
+}
