@@ -42,7 +42,7 @@ export {
   type OperatorObserver,
   type OutcomeLabel,
   outcomeLabel,
-} from "./core/engines/observers.ts";
+} from "./core/engines/observability/observers.ts";
 export type { Outcome } from "./core/actions/execution.ts";
 export type {
   ActivityHandler,

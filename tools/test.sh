@@ -69,7 +69,7 @@ if [[ $# -eq 0 ]]; then
   check lint $DENO lint
   check types $DENO check mod.ts client.ts tuning.ts cli.ts testing/mod.ts bench/*.ts bench/lib/*.ts bench/handlers/*.ts
   check layers $DENO run -A tools/check_layers.ts
-  check doc-lint $DENO doc --lint mod.ts client.ts tuning.ts testing/mod.ts core/engines/metrics.ts
+  check doc-lint $DENO doc --lint mod.ts client.ts tuning.ts testing/mod.ts core/engines/observability/metrics.ts
   # The JSDoc examples (```ts blocks, @example) of every module, type-checked (about 5 s warm).
   check doc-examples $DENO check --doc $(grep -rlE --include='*.ts' '@example|^ *\* ```' \
     mod.ts client.ts tuning.ts cli.ts core kits testing | grep -v '_test\.ts$')
