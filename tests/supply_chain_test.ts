@@ -78,3 +78,37 @@ Deno.test("deno.json's frozen lock: an import missing from deno.lock fails `deno
   assert.match(output, /The lockfile is out of date/);
   assert.equal(await Deno.readTextFile(`${dir.path}/deno.lock`), before);
 });
+
+/** The image references of a Dockerfile's stages, with the `ARG` defaults filled in. */
+function stageImages(dockerfile: string): string[] {
+  const defaults = new Map<string, string>();
+  const images: string[] = [];
+  for (const line of dockerfile.split("\n")) {
+    const arg = /^ARG ([A-Z_]+)=(\S*)$/.exec(line);
+    if (arg) defaults.set(arg[1]!, arg[2]!.replace(/^"(.*)"$/, "$1"));
+    const from = /^FROM (\S+)/.exec(line);
+    if (from) {
+      images.push(from[1]!.replace(/\$\{([A-Z_]+)\}/g, (_, name) => defaults.get(name) ?? ""));
+    }
+  }
+  return images;
+}
+
+Deno.test("Dockerfile: every base image is pinned by digest, and its Deno comes from tools/deno.sh (the pinned integrity), which .dockerignore lets in", async () => {
+  const dockerfile = await Deno.readTextFile(`${ROOT}/Dockerfile`);
+  const images = stageImages(dockerfile);
+  assert.equal(images.length, 2, images.join(", "));
+  for (const image of images) {
+    assert.match(image, /^[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}$/, `not pinned: ${image}`);
+  }
+  // No stage takes Deno from an image tag: the build installs it through the verifying script.
+  assert.ok(!images.some((image) => image.includes("deno")), images.join(", "));
+  assert.match(dockerfile, /^RUN bash tools\/deno\.sh install --frozen/m);
+  const ignored = (await Deno.readTextFile(`${ROOT}/.dockerignore`)).split("\n");
+  assert.ok(ignored.indexOf("!tools/deno.sh") > ignored.indexOf("tools"), ignored.join("\n"));
+  // The stage images are read as Docker does: a FROM without a default is caught.
+  assert.deepEqual(stageImages("ARG A=x:1@sha256:ab\nFROM ${A} AS b\nFROM ${B}\n"), [
+    "x:1@sha256:ab",
+    "",
+  ]);
+});
