@@ -9,9 +9,7 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
-import { argsErrorMessage } from "../args.ts";
-import { type ToolingIo, UsageError } from "./_io.ts";
+import { commandLine, type ToolingIo, UsageError } from "./_io.ts";
 import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
 
 /** What `kopf build` runs: the entry module and the `deno compile` command line. */
@@ -164,30 +162,21 @@ export function compileFailure(stderr: string): string {
  * @throws {UsageError} for bad arguments and a failed compilation (one line).
  */
 export async function buildCommand(args: readonly string[], io: ToolingIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      allowPositionals: true,
-      options: {
-        output: { type: "string", short: "o" },
-        target: { type: "string" },
-        deno: { type: "string" },
-        print: { type: "boolean" },
-        image: { type: "boolean" },
-        tag: { type: "string" },
-        "base-debs": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${argsErrorMessage(error)} (see kopf build --help)`);
-  }
+  const parsed = commandLine(args, {
+    name: "kopf build",
+    usage: USAGE,
+    options: {
+      output: { type: "string", short: "o" },
+      target: { type: "string" },
+      deno: { type: "string" },
+      print: { type: "boolean" },
+      image: { type: "boolean" },
+      tag: { type: "string" },
+      "base-debs": { type: "string" },
+    },
+  }, io);
+  if (!parsed) return 0;
   const o = parsed.values;
-  if (o.help) {
-    io.output(USAGE);
-    return 0;
-  }
   for (const file of parsed.positionals) {
     try {
       if (!Deno.statSync(file).isFile) throw new Error();

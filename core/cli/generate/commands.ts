@@ -6,12 +6,10 @@
  */
 
 import { dirname, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
 import { CRD_RESOURCE } from "../../client/discovery.ts";
 import type { KubeObject } from "../../structs/objects.ts";
-import { argsErrorMessage } from "../args.ts";
-import { type ToolingIo, UsageError } from "./_io.ts";
+import { commandLine, type ToolingIo, UsageError } from "./_io.ts";
 
 const GENERATE_USAGE = `Usage: kopf generate types [OPTIONS] CRD_FILES...
        kopf generate types --from-cluster [OPTIONS] [CRD_NAMES...]
@@ -88,28 +86,19 @@ export async function tooling(
 }
 
 async function generateTypesCommand(args: readonly string[], io: ToolingIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      allowPositionals: true,
-      options: {
-        output: { type: "string", short: "o" },
-        import: { type: "string" },
-        "from-cluster": { type: "boolean" },
-        kubeconfig: { type: "string" },
-        context: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${argsErrorMessage(error)} (see kopf generate --help)`);
-  }
+  const parsed = commandLine(args, {
+    name: "kopf generate",
+    usage: GENERATE_USAGE,
+    options: {
+      output: { type: "string", short: "o" },
+      import: { type: "string" },
+      "from-cluster": { type: "boolean" },
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+    },
+  }, io);
+  if (!parsed) return 0;
   const o = parsed.values;
-  if (o.help) {
-    io.output(GENERATE_USAGE);
-    return 0;
-  }
   const { configuredLineWidth, generateTypes, readCrdFiles } = await import("./types.ts");
   let crds: KubeObject[];
   if (o["from-cluster"]) {
@@ -136,20 +125,18 @@ async function generateTypesCommand(args: readonly string[], io: ToolingIo): Pro
 }
 
 async function generateBuiltinsCommand(args: readonly string[], io: ToolingIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      options: {
-        output: { type: "string", short: "o" },
-        import: { type: "string" },
-        kubeconfig: { type: "string" },
-        context: { type: "string" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${argsErrorMessage(error)} (see kopf generate --help)`);
-  }
+  const parsed = commandLine(args, {
+    name: "kopf generate",
+    usage: GENERATE_USAGE,
+    positionals: false,
+    options: {
+      output: { type: "string", short: "o" },
+      import: { type: "string" },
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+    },
+  }, io);
+  if (!parsed) return 0;
   const o = parsed.values;
   const kubeconfig = o.kubeconfig ?? io.kubeconfig;
   const { fetchSchemas, generateBuiltins } = await import("./builtins.ts");

@@ -10,14 +10,12 @@
  */
 
 import { dirname, isAbsolute, relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { typedResource } from "../../intents/typed_resources.ts";
 import { OperatorRegistry } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
-import { argsErrorMessage } from "../args.ts";
 import { on } from "../../api/on.ts";
-import { type ToolingIo, UsageError } from "./_io.ts";
+import { commandLine, type ToolingIo, UsageError } from "./_io.ts";
 import { rbacDocuments, renderYaml, requiredPermissions, resourcesOfCrds } from "./rbac.ts";
 import { generateTypes } from "./types.ts";
 import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
@@ -196,26 +194,13 @@ export async function initCommand(
   io: ToolingIo,
   version: string,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      allowPositionals: true,
-      options: {
-        group: { type: "string" },
-        kind: { type: "string" },
-        kopf: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${argsErrorMessage(error)} (see kopf init --help)`);
-  }
+  const parsed = commandLine(args, {
+    name: "kopf init",
+    usage: USAGE,
+    options: { group: { type: "string" }, kind: { type: "string" }, kopf: { type: "string" } },
+  }, io);
+  if (!parsed) return 0;
   const o = parsed.values;
-  if (o.help) {
-    io.output(USAGE);
-    return 0;
-  }
   const [path, ...extra] = parsed.positionals;
   if (!path || extra.length) throw new UsageError("Give one project name (see kopf init --help)");
   const name = path.replace(/\/+$/, "").split("/").pop()!;

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { KubeClient } from "../../client/client.ts";
 import { ApiError } from "../../client/errors.ts";
 import {
@@ -18,7 +17,7 @@ import { createSettings } from "../../settings/settings.ts";
 import type { Resource } from "../../structs/resources.ts";
 import { loadModule } from "../loading.ts";
 import { applyScalingOptions, SCALING_OPTIONS } from "../scaling.ts";
-import { type ToolingIo, UsageError } from "./_io.ts";
+import { commandLine, type ToolingIo, UsageError } from "./_io.ts";
 import {
   type Permission,
   rbacDocuments,
@@ -80,7 +79,6 @@ const OPTIONS = {
   self: { type: "boolean" },
   kubeconfig: { type: "string" },
   context: { type: "string" },
-  help: { type: "boolean", short: "h" },
   ...SCALING_OPTIONS,
 } as const;
 
@@ -92,19 +90,13 @@ const OPTIONS = {
  * @returns The exit code (1 when `--verify` finds missing permissions).
  */
 export async function rbacCommand(args: readonly string[], io: ToolingIo): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...args], allowPositionals: true, options: OPTIONS });
-  } catch (error) {
-    throw new UsageError(
-      `${error instanceof Error ? error.message : error} (see kopf generate rbac --help)`,
-    );
-  }
+  const parsed = commandLine(
+    args,
+    { name: "kopf generate rbac", usage: USAGE, options: OPTIONS },
+    io,
+  );
+  if (!parsed) return 0;
   const o = parsed.values;
-  if (o.help) {
-    io.output(USAGE);
-    return 0;
-  }
   const namespaces = o.namespace ?? [];
   if (o["all-namespaces"] && namespaces.length) {
     throw new UsageError("--namespace and --all-namespaces are mutually exclusive");
