@@ -84,7 +84,7 @@ export async function serveTerm(
   signal: AbortSignal,
   halt?: AbortSignal,
 ): Promise<void> {
-  const { client, registry, settings, logger, memo, namespaces, clusterwide, sharding } = deps;
+  const { client, registry, settings, logger, namespaces, sharding } = deps;
   const pause = new OperatorPause();
   deps.onPause(pause);
   // What runs for the term stops with it on every exit path: a start that fails half-way stops
@@ -117,57 +117,10 @@ export async function serveTerm(
     });
     peered = peering?.finished;
     const posting = deps.poster.run(term);
-    // One informer cache for the reconcile handlers and whatever else reads their resources.
-    shared = registry.reconcilers().length
-      ? new SharedInformers({
-        client,
-        registrations: registry.reconcilers(),
-        settings,
-        logger,
-        namespaces,
-        clusterwide,
-      })
-      : undefined;
-    const orchestrator = new Orchestrator({
-      client,
-      registry,
-      settings,
-      logger,
-      lifecycle: deps.lifecycle ?? getDefaultLifecycle(),
-      memo,
-      namespaces,
-      clusterwide,
-      limiter: settings.execution.maxWorkers
-        ? new Semaphore(settings.execution.maxWorkers)
-        : undefined,
-      signal: term,
-      onReady: deps.onReady,
-      onFailure: deps.onFailure,
-      ...(peering ? { paused: pause } : {}),
-      observer: deps.observer,
-      ...(sharding ? { sharding: sharding.space } : {}),
-      shared,
-      halt,
-    });
+    const built = buildTermParts(deps, term, peering, pause, halt);
+    shared = built.shared;
+    const { orchestrator, reconcilers } = built;
     deps.onServing(orchestrator);
-    // Level-based reconcile handlers run beside the reactor, over the shared cache.
-    const reconcilers = shared
-      ? new ReconcileControllers({
-        client,
-        registrations: registry.reconcilers(),
-        settings,
-        logger,
-        memo,
-        namespaces,
-        clusterwide,
-        indices: orchestrator.indices,
-        indexed: (s: AbortSignal) => orchestrator.indexed(s),
-        ...(peering ? { pause } : {}),
-        ...(sharding ? { sharding: sharding.space } : {}),
-        shared,
-        signal: term,
-      })
-      : undefined;
     if (sharding) {
       coordinator = new ShardCoordinator({
         ...sharding.deps,
@@ -213,6 +166,86 @@ export async function serveTerm(
     peeringStop.abort();
     await peered;
   }
+}
+
+/** The term's readers and workers, as one term builds them. */
+interface TermParts {
+  /** The informer cache for the reconcile handlers, if any. */
+  readonly shared: SharedInformers | undefined;
+  /** The orchestration of the watch streams. */
+  readonly orchestrator: Orchestrator;
+  /** The reconcile controllers, if any. */
+  readonly reconcilers: ReconcileControllers | undefined;
+}
+
+/**
+ * Builds the term's informer cache, orchestrator and reconcile controllers (not started).
+ * @param deps The operator's parts.
+ * @param term The term's stop signal.
+ * @param peering The term's peering, if peering is on (then the pause switch is honoured).
+ * @param pause The term's pause switch.
+ * @param halt Aborts on a lost Lease.
+ * @returns The built parts.
+ */
+function buildTermParts(
+  deps: ServingDeps,
+  term: AbortSignal,
+  peering: unknown,
+  pause: OperatorPause,
+  halt: AbortSignal | undefined,
+): TermParts {
+  const { client, registry, settings, logger, memo, namespaces, clusterwide, sharding } = deps;
+  // One informer cache for the reconcile handlers and whatever else reads their resources.
+  const shared = registry.reconcilers().length
+    ? new SharedInformers({
+      client,
+      registrations: registry.reconcilers(),
+      settings,
+      logger,
+      namespaces,
+      clusterwide,
+    })
+    : undefined;
+  const orchestrator = new Orchestrator({
+    client,
+    registry,
+    settings,
+    logger,
+    lifecycle: deps.lifecycle ?? getDefaultLifecycle(),
+    memo,
+    namespaces,
+    clusterwide,
+    limiter: settings.execution.maxWorkers
+      ? new Semaphore(settings.execution.maxWorkers)
+      : undefined,
+    signal: term,
+    onReady: deps.onReady,
+    onFailure: deps.onFailure,
+    ...(peering ? { paused: pause } : {}),
+    observer: deps.observer,
+    ...(sharding ? { sharding: sharding.space } : {}),
+    shared,
+    halt,
+  });
+  // Level-based reconcile handlers run beside the reactor, over the shared cache.
+  const reconcilers = shared
+    ? new ReconcileControllers({
+      client,
+      registrations: registry.reconcilers(),
+      settings,
+      logger,
+      memo,
+      namespaces,
+      clusterwide,
+      indices: orchestrator.indices,
+      indexed: (s: AbortSignal) => orchestrator.indexed(s),
+      ...(peering ? { pause } : {}),
+      ...(sharding ? { sharding: sharding.space } : {}),
+      shared,
+      signal: term,
+    })
+    : undefined;
+  return { shared, orchestrator, reconcilers };
 }
 
 /**
