@@ -36,6 +36,9 @@ const LAYERS: ReadonlyArray<readonly [prefix: string, rank: number]> = [
   ["core/reactor/causes/", 7.1],
   ["core/reactor/reconcile/", 7.1],
   ["core/reactor/lifetime/", 7.2],
+  // The operator's scope (built once per term) and the one handler-context builder: read by
+  // the streams, the cause pipeline, the reconcile controller and the lifetime alike.
+  ["core/reactor/scope/", 7],
   ["core/reactor/", 7],
   ["core/api/", 8],
   // The command line, in three steps (listed before its folder: the first match counts).

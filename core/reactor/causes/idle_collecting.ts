@@ -6,42 +6,40 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
 import type { HttpClient } from "../../client/http.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
 import { sleep } from "../../util/backoff.ts";
 import { releaseMemory } from "../../util/memory.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 
 /** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
 const IDLE_CONNECTIONS_KEPT = 2;
 
-/** What the idle collector needs. */
-export interface IdleCollectingDeps {
-  /** The cluster connection, whose spare idle connections are closed. */
-  readonly client: { readonly http: Pick<HttpClient, "closeIdle"> };
-  /** Operator settings (`process.idleGcDelay`, read anew on every round). */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Stops collecting. */
-  readonly signal: AbortSignal;
-  /** Whether a worker runs now: no collection in the middle of a cycle. */
-  readonly busy: () => boolean;
-}
+/**
+ * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`, read anew on
+ * every round), the logger, the signal that stops it, and the client whose spare idle
+ * connections are closed.
+ */
+export type IdleScope =
+  & Pick<OperatorScope, "settings" | "logger" | "signal">
+  & { readonly client: { readonly http: Pick<HttpClient, "closeIdle"> } };
 
 /** Collects garbage once after each burst of processing cycles, when the operator idles. */
 export class IdleCollector {
-  #deps: IdleCollectingDeps;
+  #scope: IdleScope;
+  /** Whether a worker runs now: no collection in the middle of a cycle. */
+  #busy: () => boolean;
   /** Processing cycles since the last collection, and when the last one began. */
   #cycles = 0;
   #lastCycleAt = 0;
 
   /**
    * A collector that runs once `run()` is called.
-   * @param deps Collaborators.
+   * @param scope The operator's parts it uses.
+   * @param busy Whether a worker runs now: no collection in the middle of a cycle.
    */
-  constructor(deps: IdleCollectingDeps) {
-    this.#deps = deps;
+  constructor(scope: IdleScope, busy: () => boolean) {
+    this.#scope = scope;
+    this.#busy = busy;
   }
 
   /** Notes that a processing cycle begins: the burst goes on. */
@@ -55,7 +53,7 @@ export class IdleCollector {
    * for good when the runtime offers no way to collect.
    */
   async run(): Promise<void> {
-    const { signal, settings, logger } = this.#deps;
+    const { signal, settings, logger } = this.#scope;
     while (!signal.aborted) {
       const delayMs = (settings.process.idleGcDelay ?? 0) * 1000;
       // Nothing processed since the last collection: check again a whole delay later (a cheap
@@ -69,12 +67,12 @@ export class IdleCollector {
       }
       if (settings.process.idleGcDelay === null) return;
       if (this.#cycles === 0 || performance.now() - this.#lastCycleAt < delayMs) continue;
-      if (this.#deps.busy()) continue;
+      if (this.#busy()) continue;
       const cycles = this.#cycles;
       this.#cycles = 0;
       const t0 = performance.now();
       // The burst's spare connections first: their buffers are then garbage to collect.
-      const closed = this.#deps.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
+      const closed = this.#scope.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
       const { collected, trimmed } = await releaseMemory();
       if (!collected && !trimmed) return; // the runtime offers no way: never try again
       const ms = (performance.now() - t0).toFixed(0);

@@ -25,8 +25,7 @@ function harness() {
     settings: createSettings({ process: { idleGcDelay: 0.1 } }),
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
     signal: controller.signal,
-    busy: () => state.busy,
-  });
+  }, () => state.busy);
   const collections = () => logs.filter((e) => COLLECTED.test(e.message));
   return { collector, controller, logs, closes, state, collections };
 }

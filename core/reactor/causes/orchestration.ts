@@ -20,59 +20,23 @@
  * @module
  */
 
-import type { Lifecycle } from "../../actions/lifecycles.ts";
-import type { Logger } from "../../actions/loggers.ts";
-import type { KubeClient } from "../../client/client.ts";
 import { isRoutineSilence } from "../../client/watching.ts";
 import type { Memo } from "../../intents/contexts.ts";
-import type { OperatorRegistry } from "../../intents/registries.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
-import { isLiteralNamespace, type NamespacePattern } from "../../structs/namespaces.ts";
+import { isLiteralNamespace } from "../../structs/namespaces.ts";
 import { resourceName } from "../../structs/resources.ts";
-import { AdmissionGate } from "../../util/gate.ts";
-import type { Semaphore } from "../../util/semaphore.ts";
 import { FieldPathChecks } from "../../engines/runners/field_paths.ts";
-import { type Index, Indexers, IndexingReadiness } from "../../engines/runners/indexing.ts";
-import type { OperatorPause } from "../../engines/coordination/peering.ts";
+import type { Index } from "../../engines/runners/indexing.ts";
 import type { ResourceInventory } from "../../engines/observability/metrics.ts";
-import type { OperatorObserver } from "../../engines/observability/observers.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import { IdleCollector } from "./idle_collecting.ts";
 import { followNamespaces } from "../streams/namespace_following.ts";
 import { planStreams } from "./planning.ts";
 import type { ObjectQueue } from "./queueing.ts";
 import { ResourceResolver, type ServedResource } from "../streams/resolving.ts";
-import type { SharedInformers } from "../streams/sharing.ts";
-import { runStream, type ShardSpace, type StreamingDeps } from "./streaming.ts";
+import { runStream, type StreamBookkeeping } from "./streaming.ts";
 
-export type { ShardSpace } from "./streaming.ts";
-
-/** What orchestration needs. */
-export interface OrchestrationDeps {
-  /** The cluster connection. */
-  readonly client: KubeClient;
-  /** The declared handlers. */
-  readonly registry: OperatorRegistry;
-  /** Operator settings. */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Handler ordering. */
-  readonly lifecycle: Lifecycle;
-  /** Operator memo (copied per object). */
-  readonly memo: Memo;
-  /** Namespace patterns (ignored when cluster-wide). */
-  readonly namespaces: readonly NamespacePattern[];
-  /** Watch cluster-wide. */
-  readonly clusterwide: boolean;
-  /** Bounds concurrent processing across all streams. */
-  readonly limiter?: Semaphore | undefined;
-  /** Stops everything. */
-  readonly signal: AbortSignal;
-  /**
-   * Aborts the handlers and requests in flight at once, with no time to finish (a lost
-   * leadership: another replica may lead soon); `signal` must abort too.
-   */
-  readonly halt?: AbortSignal | undefined;
+/** What the term tells its orchestrator besides the scope: whom to call back. */
+export interface OrchestrationCallbacks {
   /** Called once every initially served stream has listed its objects. */
   readonly onReady?: (() => void) | undefined;
   /**
@@ -80,14 +44,6 @@ export interface OrchestrationDeps {
    * stop then, not go on without the stream. Without it, the failure is not caught.
    */
   readonly onFailure?: ((error: unknown) => void) | undefined;
-  /** Peering's pause switch: while paused, resource streams are closed and no cycle runs. */
-  readonly paused?: OperatorPause | undefined;
-  /** Observes cycles, handlers, queues and watch streams (metrics, traces). */
-  readonly observer?: OperatorObserver | undefined;
-  /** Sharded replicas: the shard space; which shards are served comes by `serveShards()`. */
-  readonly sharding?: ShardSpace | undefined;
-  /** The informer cache of the reconcile handlers: the resources it holds are read from it. */
-  readonly shared?: SharedInformers | undefined;
 }
 
 /** What an operator holds in memory. */
@@ -110,7 +66,8 @@ interface Stream {
 
 /** Runs and re-plans the streams of one operator. */
 export class Orchestrator {
-  #deps: OrchestrationDeps;
+  #scope: OperatorScope;
+  #callbacks: OrchestrationCallbacks;
   #streams = new Map<string, Stream>();
   #queues = new Map<string, { queue: ObjectQueue; resource: string }>();
   #served = new Map<string, ServedResource>();
@@ -120,50 +77,42 @@ export class Orchestrator {
   #activity = new Map<string, number>();
   #idle: IdleCollector;
   #ready = false;
-  #indexers: Indexers;
-  #readiness = new IndexingReadiness();
-  /** What every stream shares: the collaborators, the indices and this bookkeeping. */
-  #streaming: StreamingDeps;
+  /** The streams' bookkeeping: what each stream tells the orchestrator as it goes. */
+  #books: StreamBookkeeping;
   #shards = new Set<number>();
   #planned = false;
   #fieldPaths = new FieldPathChecks();
 
   /**
    * An orchestrator with no stream running until `run()`.
-   * @param deps Collaborators.
+   * @param scope The operator's parts (its indices and their readiness gate too).
+   * @param callbacks Whom to tell that the streams listed, or that one failed.
    */
-  constructor(deps: OrchestrationDeps) {
-    this.#deps = deps;
-    this.#indexers = new Indexers(deps.registry.indexIds());
-    this.#resolver = new ResourceResolver(deps);
-    this.#idle = new IdleCollector({ ...deps, busy: () => this.stats().workers > 0 });
-    const limit = deps.settings.queueing.admissionLimit;
-    this.#streaming = {
-      ...deps,
-      indexers: this.#indexers,
-      readiness: this.#readiness,
-      // Admits the cycles of all streams (settings.queueing.admissionLimit).
-      gate: limit ? new AdmissionGate(limit) : undefined,
-      books: {
-        opened: (key, queue, resource) => void this.#queues.set(key, { queue, resource }),
-        listed: (key) => {
-          this.#readiness.listed(key);
-          if (this.#pendingListings.delete(key)) this.#checkReady();
-        },
-        alive: (key) => void this.#activity.set(key, performance.now()),
-        paused: (key) => void this.#activity.delete(key),
-        cycle: () => this.#idle.cycle(),
-        closed: (key) => {
-          this.#activity.delete(key);
-          this.#queues.delete(key);
-        },
+  constructor(scope: OperatorScope, callbacks: OrchestrationCallbacks = {}) {
+    this.#scope = scope;
+    this.#callbacks = callbacks;
+    this.#resolver = new ResourceResolver(scope);
+    this.#idle = new IdleCollector(scope, () => this.stats().workers > 0);
+    const readiness = scope.readiness;
+    this.#books = {
+      opened: (key, queue, resource) => void this.#queues.set(key, { queue, resource }),
+      listed: (key) => {
+        readiness.listed(key);
+        if (this.#pendingListings.delete(key)) this.#checkReady();
+      },
+      alive: (key) => void this.#activity.set(key, performance.now()),
+      paused: (key) => void this.#activity.delete(key),
+      cycle: () => this.#idle.cycle(),
+      closed: (key) => {
+        this.#activity.delete(key);
+        this.#queues.delete(key);
       },
     };
   }
 
   /** The operator's indices by name. */
   get indices(): Readonly<Record<string, Index>> {
-    return this.#indexers.indices;
+    return this.#scope.indexers.indices;
   }
 
   /**
@@ -172,7 +121,7 @@ export class Orchestrator {
    * @param signal Stops waiting.
    */
   indexed(signal: AbortSignal): Promise<void> {
-    return this.#readiness.wait(signal);
+    return this.#scope.readiness.wait(signal);
   }
 
   /**
@@ -194,7 +143,7 @@ export class Orchestrator {
    * @returns A description, or undefined when all streams are alive.
    */
   problems(): string | undefined {
-    const limit = this.#deps.settings.watching.inactivityTimeout * 2000;
+    const limit = this.#scope.settings.watching.inactivityTimeout * 2000;
     const now = performance.now();
     const stale = [...this.#activity].filter(([, at]) => now - at > limit).map(([key]) => key);
     return stale.length
@@ -258,7 +207,7 @@ export class Orchestrator {
 
   /** Runs until the signal aborts; resolves after all streams drained. */
   async run(): Promise<void> {
-    const { client, signal, settings } = this.#deps;
+    const { client, signal, settings } = this.#scope;
     const tasks: Promise<unknown>[] = [];
     try {
       await this.#resolve();
@@ -266,16 +215,14 @@ export class Orchestrator {
       if (signal.aborted) return; // stopped while discovering: nothing started yet
       throw error;
     }
-    const patterns = this.#deps.namespaces;
-    const followed = !this.#deps.clusterwide && patterns.some((p) => !isLiteralNamespace(p));
+    const patterns = this.#scope.namespaces;
+    const followed = !this.#scope.clusterwide && patterns.some((p) => !isLiteralNamespace(p));
     // Without scanning, the patterns are not followed: only the literal names are served.
-    if (!this.#deps.clusterwide && (!followed || settings.scanning.disabled)) {
+    if (!this.#scope.clusterwide && (!followed || settings.scanning.disabled)) {
       for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
     }
     if (followed && !settings.scanning.disabled) {
-      tasks.push(followNamespaces({
-        ...this.#deps,
-        patterns,
+      tasks.push(followNamespaces(this.#scope, {
         served: this.#namespaces,
         onKnown: () => this.#planNow(),
         onChange: () => void this.#replan(),
@@ -284,17 +231,17 @@ export class Orchestrator {
     if (!settings.scanning.disabled) {
       client.discovery.onChange(() =>
         void this.#resolve().then(() => this.#replan(), (error) => {
-          if (!signal.aborted) this.#deps.logger.error(`Cannot re-read the resources: ${error}`);
+          if (!signal.aborted) this.#scope.logger.error(`Cannot re-read the resources: ${error}`);
         })
       );
       tasks.push(
         client.discovery.followDefinitions(signal, (error, retryInMs) => {
           const message = `Watching CustomResourceDefinitions: ${error.message}; ` +
             `retrying in ${(retryInMs / 1000).toFixed(1)}s`;
-          if (isRoutineSilence(error)) this.#deps.logger.info(message);
-          else this.#deps.logger.warning(message);
+          if (isRoutineSilence(error)) this.#scope.logger.info(message);
+          else this.#scope.logger.warning(message);
         }).catch((error) => {
-          if (!signal.aborted) this.#deps.logger.error(`Stopped following CRDs: ${error}`);
+          if (!signal.aborted) this.#scope.logger.error(`Stopped following CRDs: ${error}`);
         }),
       );
     }
@@ -308,14 +255,14 @@ export class Orchestrator {
   }
 
   async #resolve(): Promise<void> {
-    const resources = await this.#deps.client.discovery.resources(this.#deps.signal);
+    const resources = await this.#scope.client.discovery.resources(this.#scope.signal);
     this.#served = this.#resolver.resolve(resources);
     // Handlers filtering on a field their CRD's schema cannot hold: warned once per resource.
     await this.#fieldPaths.check(
-      this.#deps,
+      this.#scope,
       [...this.#served.values()].map(({ resource, selectors }) => ({
         resource,
-        handlers: Object.values(this.#deps.registry.handlersFor(resource, selectors)).flat(),
+        handlers: Object.values(this.#scope.registry.handlersFor(resource, selectors)).flat(),
       })),
     );
   }
@@ -346,12 +293,12 @@ export class Orchestrator {
    * @returns The ends of the streams it stopped.
    */
   #replan(): Promise<void>[] {
-    const { registry } = this.#deps;
+    const { registry } = this.#scope;
     const wanted = planStreams({
       served: this.#served,
-      clusterwide: this.#deps.clusterwide,
+      clusterwide: this.#scope.clusterwide,
       namespaces: this.#namespaces,
-      shards: this.#deps.sharding ? this.#shards : undefined,
+      shards: this.#scope.sharding ? this.#shards : undefined,
       indexed: (resource, selectors) =>
         registry.handlersFor(resource, selectors).indexing.length > 0,
     });
@@ -366,18 +313,18 @@ export class Orchestrator {
       }
     }
     for (const [key, target] of wanted) {
-      if (this.#streams.has(key) || this.#deps.signal.aborted) continue;
+      if (this.#streams.has(key) || this.#scope.signal.aborted) continue;
       const controller = new AbortController();
-      const signal = AbortSignal.any([controller.signal, this.#deps.signal]);
+      const signal = AbortSignal.any([controller.signal, this.#scope.signal]);
       if (!this.#ready) this.#pendingListings.add(key);
       if (
         target.role !== "process" &&
         registry.handlersFor(target.resource, target.selectors).indexing.length
       ) {
-        this.#readiness.expect(key);
+        this.#scope.readiness.expect(key);
       }
-      const done = runStream(this.#streaming, key, target, signal);
-      const onFailure = this.#deps.onFailure;
+      const done = runStream(this.#scope, this.#books, key, target, signal);
+      const onFailure = this.#callbacks.onFailure;
       if (onFailure) {
         done.catch((error) => {
           if (!signal.aborted) onFailure(error); // failed on its own, not stopped
@@ -386,14 +333,14 @@ export class Orchestrator {
       this.#streams.set(key, { controller, done, resource: resourceName(target.resource) });
     }
     this.#checkReady();
-    this.#readiness.check();
+    this.#scope.readiness.check();
     return stopped;
   }
 
   #checkReady(): void {
     if (!this.#ready && this.#pendingListings.size === 0) {
       this.#ready = true;
-      this.#deps.onReady?.();
+      this.#callbacks.onReady?.();
     }
   }
 }

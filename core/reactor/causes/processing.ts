@@ -9,8 +9,8 @@
  * instead of "touching" the object to wake itself up.
  *
  * The cycle is a list of phases, one small module each in `./cycle/` (see
- * docs/architecture.md, "One cycle"): every phase is a function of the operator's parts it uses
- * and of the one cycle state; a phase that ends the cycle returns when the next one is due.
+ * docs/architecture.md, "One cycle"): every phase is a function of the parts of the stream's
+ * scope it uses and of the one cycle state; a phase that ends the cycle returns when the next one is due.
  * @module
  */
 
@@ -23,21 +23,21 @@ import { applyOutcomes } from "./cycle/outcomes.ts";
 import { finishCycle, retryRefusedWrite } from "./cycle/patching.ts";
 import { selectHandlers } from "./cycle/selection.ts";
 import { adjustSpawned } from "./cycle/spawning.ts";
-import type { CycleResult, ObjectEvent, ObjectMemory, ProcessingDeps } from "./cycle/state.ts";
+import type { CycleResult, ObjectEvent, ObjectMemory } from "./cycle/state.ts";
 import { runWatchingHandlers } from "./cycle/watching.ts";
+import type { ResourceScope } from "../scope/scope.ts";
 
-export { makeResourceContext } from "./cycle/context.ts";
-export type { CycleResult, ObjectEvent, ObjectMemory, ProcessingDeps } from "./cycle/state.ts";
+export type { CycleResult, ObjectEvent, ObjectMemory } from "./cycle/state.ts";
 
 /**
  * Processes one event of one object.
- * @param deps The operator's parts.
+ * @param deps The stream's scope: the operator's parts, the resource and its handlers.
  * @param memory What is remembered about the object.
  * @param event The event (the latest of a coalesced burst).
  * @returns The stored object after our write and the delay until the next due cycle.
  */
 export async function processEvent(
-  deps: ProcessingDeps,
+  deps: ResourceScope,
   memory: ObjectMemory,
   event: ObjectEvent,
 ): Promise<CycleResult> {

@@ -18,12 +18,7 @@ import {
 import type { Lifecycle } from "../../actions/lifecycles.ts";
 import type { HandlerProgress, ProgressState } from "../../actions/progression.ts";
 import type { ChangingCause } from "../../intents/causes.ts";
-import type {
-  ChangingContext,
-  ExecuteOptions,
-  ResourceContext,
-  SubhandlerOptions,
-} from "../../intents/contexts.ts";
+import type { ChangingContext, ExecuteOptions, SubhandlerOptions } from "../../intents/contexts.ts";
 import {
   type ChangingHandler,
   defaultHandlerId,
@@ -38,6 +33,7 @@ import {
   matchesChangingFilters,
 } from "../../intents/registries.ts";
 import { deliverResult, reportOutcome, storableOutcome } from "../../actions/outcomes.ts";
+import { type ContextParts, type ContextScope, handlerContext } from "../scope/context.ts";
 
 /** Where sub-handlers of the running handler are tracked. */
 export interface SubhandlerScope {
@@ -50,7 +46,11 @@ export interface SubhandlerScope {
 }
 
 /** The parts of the changing context known before invocation. */
-export interface ChangingInputs extends ResourceContext {
+export interface ChangingInputs {
+  /** The operator's parts the context shows. */
+  readonly scope: ContextScope;
+  /** The object, its memo, the cycle's patch, the logger, the param and the attempt's signal. */
+  readonly parts: ContextParts;
   /** Why. */
   readonly reason: Reason;
   /** The detected cause. */
@@ -86,7 +86,7 @@ export async function invokeChanging(
         ? recordChildren(handler, inputs, options)
         : (executed = true, declared.splice(0));
       const lifecycle = options.lifecycle ?? scope.lifecycle;
-      await runChildren(handler, inputs, { ...scope, lifecycle }, children);
+      await runChildren(handler, inputs, { ...scope, lifecycle }, children, context.signal);
     },
     subhandler: (fn, options = {}) => {
       validateSubhandler(handler, options);
@@ -96,7 +96,7 @@ export async function invokeChanging(
   });
   const result = await (handler.fn as (c: ChangingContext) => unknown)(context);
   if (declared.length || (!executed && scope.childIds.length)) {
-    await runChildren(handler, inputs, scope, declared.splice(0));
+    await runChildren(handler, inputs, scope, declared.splice(0), context.signal);
   }
   return result;
 }
@@ -124,14 +124,14 @@ function recordChildren(
   inputs: ChangingInputs,
   options: ExecuteOptions,
 ): ChangingHandler[] {
+  const { scope, parts, cause } = inputs;
   const all = options.handlers ??
-    options.registry!.handlersFor(inputs.resource).changing.filter((h) => h.fn !== parent.fn);
-  const { cause, progress: _progress, reason: _reason, ...base } = inputs;
+    options.registry!.handlersFor(scope.resource).changing.filter((h) => h.fn !== parent.fn);
   const matching = matchChangingHandlers(
     all,
     cause,
-    inputs.body,
-    (h) => changingFilterContext({ ...base, param: h.param }, cause, h),
+    parts.body,
+    (h) => changingFilterContext(handlerContext(scope, { ...parts, param: h.param }), cause, h),
   );
   return matching.map((h) => ({ ...h, requiresFinalizer: false }));
 }
@@ -164,11 +164,10 @@ function buildContext(
   inputs: ChangingInputs,
   methods: Pick<ChangingContext, "execute" | "subhandler">,
 ): ChangingContext {
-  const { cause, progress, reason: _reason, cause: _cause, progress: _progress, ...base } = inputs;
+  const { cause, progress } = inputs;
   const field = handler.field;
   const now = Date.now();
-  return {
-    ...base,
+  return handlerContext(inputs.scope, inputs.parts, {}, {
     reason: inputs.reason,
     diff: field ? reduce(cause.diff, field) : cause.diff,
     old: field ? resolve(cause.old, field) : cause.old,
@@ -177,7 +176,7 @@ function buildContext(
     started: progress.started,
     runtime: (now - progress.started.getTime()) / 1000,
     ...methods,
-  };
+  });
 }
 
 /** The handler record of a function sub-handler (declared, or given to `execute()`). */
@@ -211,19 +210,20 @@ async function runChildren(
   inputs: ChangingInputs,
   scope: SubhandlerScope,
   records: readonly ChangingHandler[],
+  parentSignal: AbortSignal,
 ): Promise<void> {
   const { state } = scope;
   scope.childIds.push(...records.map((h) => h.id));
   const now = new Date();
   // Sub-handlers whose filters do not match the object are skipped (and do not block the parent).
   // Their filter callbacks get the parent's context with their own param, diff, old and new.
-  const { cause, progress: _progress, reason: _reason, ...base } = inputs;
+  const { scope: context, parts, cause } = inputs;
   const matching = records.filter((h) =>
     matchesChangingFilters(
       h,
       cause,
-      inputs.body,
-      () => changingFilterContext({ ...base, param: h.param }, cause, h),
+      parts.body,
+      () => changingFilterContext(handlerContext(context, { ...parts, param: h.param }), cause, h),
     )
   );
   const due = matching.filter((h) => !state.isFinished(h.id) && !state.isDelayed(h.id, now));
@@ -237,17 +237,18 @@ async function runChildren(
     const outcome = storableOutcome(
       handler.id,
       await executeOnce(
-        withDefaultBackoff(handler, inputs.settings.execution?.defaultBackoff),
+        withDefaultBackoff(handler, context.settings.execution?.defaultBackoff),
         progress,
-        (signal) => invokeChanging(handler, { ...inputs, progress, signal }, nested),
+        (signal) =>
+          invokeChanging(handler, { ...inputs, parts: { ...parts, signal }, progress }, nested),
         undefined,
-        inputs.signal,
+        parentSignal,
       ),
     );
     state.record(handler.id, outcome, new Date(), nested.childIds);
     scope.childIds.push(...nested.childIds);
-    reportOutcome(inputs.logger, handler.id, outcome);
-    deliverResult(inputs.patch, handler.id, outcome);
+    reportOutcome(parts.logger, handler.id, outcome);
+    deliverResult(parts.patch, handler.id, outcome);
   }
   const ids = matching.map((h) => h.id);
   if (!state.allFinished(ids)) {

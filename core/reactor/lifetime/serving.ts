@@ -8,7 +8,7 @@
  * @module
  */
 
-import { getDefaultLifecycle, type Lifecycle } from "../../actions/lifecycles.ts";
+import type { Lifecycle } from "../../actions/lifecycles.ts";
 import type { Logger } from "../../actions/loggers.ts";
 import type { KubeClient } from "../../client/client.ts";
 import { type AdmissionRun, startAdmission } from "../../engines/admission/admission.ts";
@@ -20,12 +20,12 @@ import type { Memo } from "../../intents/contexts.ts";
 import type { OperatorRegistry } from "../../intents/registries.ts";
 import type { OperatorSettings } from "../../settings/settings.ts";
 import type { NamespacePattern } from "../../structs/namespaces.ts";
-import { Semaphore } from "../../util/semaphore.ts";
 import type { Sharding } from "./coordinating.ts";
 import { firstLine, OperatorStartError } from "./errors.ts";
 import { type OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { ReconcileControllers } from "../reconcile/reconciling.ts";
-import { SharedInformers } from "../streams/sharing.ts";
+import type { SharedInformers } from "../streams/sharing.ts";
+import { operatorScope } from "../scope/scope.ts";
 import { stopInOrder } from "./stopping.ts";
 
 /** What a term of service needs: the operator's parts, and where to tell what it runs. */
@@ -195,56 +195,30 @@ function buildTermParts(
   halt: AbortSignal | undefined,
 ): TermParts {
   const { client, registry, settings, logger, memo, namespaces, clusterwide, sharding } = deps;
-  // One informer cache for the reconcile handlers and whatever else reads their resources.
-  const shared = registry.reconcilers().length
-    ? new SharedInformers({
-      client,
-      registrations: registry.reconcilers(),
-      settings,
-      logger,
-      namespaces,
-      clusterwide,
-    })
-    : undefined;
-  const orchestrator = new Orchestrator({
+  // The term's scope, built once: what every stream, cycle and reconcile reads, with one
+  // informer cache for the reconcile handlers and whatever else reads their resources.
+  const scope = operatorScope({
     client,
     registry,
     settings,
     logger,
-    lifecycle: deps.lifecycle ?? getDefaultLifecycle(),
     memo,
+    lifecycle: deps.lifecycle,
+    observer: deps.observer,
+    pause: peering ? pause : undefined,
     namespaces,
     clusterwide,
-    limiter: settings.execution.maxWorkers
-      ? new Semaphore(settings.execution.maxWorkers)
-      : undefined,
+    sharding: sharding?.space,
     signal: term,
-    onReady: deps.onReady,
-    onFailure: deps.onFailure,
-    ...(peering ? { paused: pause } : {}),
-    observer: deps.observer,
-    ...(sharding ? { sharding: sharding.space } : {}),
-    shared,
     halt,
   });
+  const shared = scope.shared;
+  const orchestrator = new Orchestrator(scope, {
+    onReady: deps.onReady,
+    onFailure: deps.onFailure,
+  });
   // Level-based reconcile handlers run beside the reactor, over the shared cache.
-  const reconcilers = shared
-    ? new ReconcileControllers({
-      client,
-      registrations: registry.reconcilers(),
-      settings,
-      logger,
-      memo,
-      namespaces,
-      clusterwide,
-      indices: orchestrator.indices,
-      indexed: (s: AbortSignal) => orchestrator.indexed(s),
-      ...(peering ? { pause } : {}),
-      ...(sharding ? { sharding: sharding.space } : {}),
-      shared,
-      signal: term,
-    })
-    : undefined;
+  const reconcilers = shared ? new ReconcileControllers(scope) : undefined;
   return { shared, orchestrator, reconcilers };
 }
 

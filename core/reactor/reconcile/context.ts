@@ -1,81 +1,16 @@
 /**
- * Private helpers of the reconcile controller (`reconciling.ts`): what a reconcile handler
- * receives — its context ({@link reconcileContext}) and its read access to the informer cache
- * ({@link cacheReader}).
+ * Private helper of the reconcile controller (`reconciling.ts`): a reconcile handler's read
+ * access to the informer cache ({@link cacheReader}), one of the reconcile context's own fields
+ * (the context is built by the one builder, `handlerContext()` in `../scope/context.ts`).
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
-import type { KubeClient } from "../../client/client.ts";
 import { CacheMissError, type InformerCache } from "../../client/caching.ts";
-import type { IndexView, Memo } from "../../intents/contexts.ts";
-import type { CacheReader, ReconcileContext } from "../../intents/reconciliation.ts";
+import type { CacheReader } from "../../intents/reconciliation.ts";
 import { matchesResource, parseSelector } from "../../intents/selectors.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
-import { type KubeObject, objectFields } from "../../structs/objects.ts";
+import type { KubeObject } from "../../structs/objects.ts";
 import type { KubeObjectLike } from "../../structs/typed.ts";
-import type { Patch } from "../../structs/patches.ts";
 import type { Resource } from "../../structs/resources.ts";
-
-/** What a reconcile context holds besides the fields taken from the object's body. */
-export interface ReconcileContextParts {
-  /** The reconciled resource. */
-  readonly resource: Resource;
-  /** Collects the handler's changes to the object (written after it returns). */
-  readonly patch: Patch;
-  /** The object's logger. */
-  readonly logger: Logger;
-  /** The object's memo. */
-  readonly memo: Memo;
-  /** The handler's `param`. */
-  readonly param: unknown;
-  /** Operator settings. */
-  readonly settings: OperatorSettings;
-  /** The operator's indices. */
-  readonly indices: Readonly<Record<string, IndexView>>;
-  /** The object is being deleted. */
-  readonly deleting: boolean;
-  /** Retries since the last success. */
-  readonly retry: number;
-  /** Aborts the handler (the worker's signal). */
-  readonly signal: AbortSignal;
-  /** Read access to the informer cache. */
-  readonly cache: CacheReader;
-  /** The operator's client (the one `apply` writes with). */
-  readonly client: KubeClient;
-  /** `ctx.apply()`. */
-  readonly apply: ReconcileContext["apply"];
-}
-
-/**
- * The context of one reconcile of one object.
- *
- * @param body The object as cached (or as just written).
- * @param parts Everything else the handler receives.
- * @returns The handler's context; the indices also as top-level fields, as for cause handlers.
- */
-export function reconcileContext(body: KubeObject, parts: ReconcileContextParts): ReconcileContext {
-  const indices = parts.indices;
-  return {
-    ...objectFields(body),
-    resource: parts.resource,
-    patch: parts.patch,
-    logger: parts.logger,
-    memo: parts.memo,
-    param: parts.param,
-    settings: parts.settings,
-    signal: parts.signal,
-    indices,
-    deleting: parts.deleting,
-    retry: parts.retry,
-    cache: parts.cache,
-    client: parts.client,
-    apply: parts.apply,
-    // As for cause handlers (and in Kopf), indices are also passed by their names and win over
-    // the built-in names.
-    ...indices,
-  };
-}
 
 /**
  * A handler's read access to the informer cache, limited to the resources the controller

@@ -23,10 +23,10 @@
  * skipped while another replica held it); a shard that goes is released only after its
  * reconciles in flight have finished.
  *
- * Beside it, its private parts: the triggers (`_reconcile_triggers.ts`), the handler's context
- * and cache reader (`_reconcile_context.ts`), `ctx.apply()` (`_reconcile_applier.ts`, deciding
- * no-op writes with `_reconcile_apply.ts`), and the requeueing of failures
- * (`_reconcile_failures.ts`).
+ * Beside it, its private parts: the triggers (`triggers.ts`), the handler's cache reader
+ * (`context.ts`; the context itself comes from the one builder, `../scope/context.ts`),
+ * `ctx.apply()` (`applier.ts`, deciding no-op writes with `apply.ts`), and the requeueing of
+ * failures (`failures.ts`). The controllers read the operator's scope (`../scope/scope.ts`).
  * @module
  */
 
@@ -34,9 +34,8 @@ import { withHandledObject } from "../../actions/handled_object.ts";
 import type { Logger } from "../../actions/loggers.ts";
 import { applyPatch } from "../../actions/application.ts";
 import type { Informer, InformerCache } from "../../client/caching.ts";
-import type { KubeClient } from "../../client/client.ts";
 import { checkFieldPaths } from "../../engines/runners/field_paths.ts";
-import type { IndexView, Memo } from "../../intents/contexts.ts";
+import type { Memo } from "../../intents/contexts.ts";
 import type {
   ObjectKey,
   ReconcileContext,
@@ -45,72 +44,40 @@ import type {
 } from "../../intents/reconciliation.ts";
 import { matchesBodyFilters } from "../../intents/registries.ts";
 import { describeSelector, resolveSelector, type SelectorFields } from "../../intents/selectors.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
 import { isMapping } from "../../structs/dicts.ts";
-import {
-  isLiteralNamespace,
-  matchAnyNamespace,
-  type NamespacePattern,
-} from "../../structs/namespaces.ts";
+import { isLiteralNamespace, matchAnyNamespace } from "../../structs/namespaces.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { Patch } from "../../structs/patches.ts";
 import { type Resource, resourceName } from "../../structs/resources.ts";
 import { sleep } from "../../util/backoff.ts";
 import { WorkQueue } from "../../util/workqueue.ts";
 import { effectiveShardKey, shardOfObject } from "../../structs/shards.ts";
-import type { ShardSpace } from "../../structs/shards.ts";
-import type { SharedInformers } from "../streams/sharing.ts";
+import { handlerContext } from "../scope/context.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import { mergedEquals } from "./apply.ts";
 import { ReconcileApplier } from "./applier.ts";
-import { cacheReader, reconcileContext } from "./context.ts";
+import { cacheReader } from "./context.ts";
 import { requeueFailed } from "./failures.ts";
 import { bookkeepingOf, controllerOf, isKey, worthReconciling } from "./triggers.ts";
-
-/** What the reconcile controllers need. */
-export interface ReconcileDeps {
-  /** The cluster connection. */
-  readonly client: KubeClient;
-  /** The reconcile handlers. */
-  readonly registrations: readonly ReconcileRegistration[];
-  /** Operator settings. */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Operator memo (copied per object). */
-  readonly memo: Memo;
-  /** Namespace patterns (ignored when cluster-wide). */
-  readonly namespaces: readonly NamespacePattern[];
-  /** Watch cluster-wide. */
-  readonly clusterwide: boolean;
-  /** The operator's indices. */
-  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
-  /** Resolves once every index is filled (the indexing readiness gate); none starts before. */
-  readonly indexed?: ((signal: AbortSignal) => Promise<void>) | undefined;
-  /** The operator's pause (peering); no reconcile starts while paused. */
-  readonly pause?: {
-    readonly paused: boolean;
-    resumed(signal: AbortSignal): Promise<void>;
-  } | undefined;
-  /** Sharded replicas: the shard space; the held shards come by `serveShards()` (none before). */
-  readonly sharding?: ShardSpace | undefined;
-  /** The operator's informer cache (shared with the reactor; disposed by its owner). */
-  readonly shared: SharedInformers;
-  /** Stops everything. */
-  readonly signal: AbortSignal;
-}
 
 /** Runs every reconcile handler of an operator over one shared informer cache. */
 export class ReconcileControllers {
   /** The shared informer cache. */
   readonly cache: InformerCache;
-  readonly #deps: ReconcileDeps;
   readonly #controllers: ReconcileController[];
 
-  /** @param deps Collaborators. */
-  constructor(deps: ReconcileDeps) {
-    this.#deps = deps;
-    this.cache = deps.shared.cache;
-    this.#controllers = deps.registrations.map((r) => new ReconcileController(deps, this.cache, r));
+  /**
+   * @param scope The operator's parts, with the shared informer cache (the reconcile handlers'
+   *   objects are kept there; it is disposed by its owner, the term). The reconciles wait for
+   *   the scope's readiness gate of the indices, and for a resume while peering pauses.
+   * @throws {TypeError} when the scope has no shared informer cache (no reconcile handlers).
+   */
+  constructor(scope: OperatorScope) {
+    if (!scope.shared) throw new TypeError("The reconcile controllers need the shared cache");
+    this.cache = scope.shared.cache;
+    this.#controllers = scope.registry.reconcilers().map((r) =>
+      new ReconcileController(scope, this.cache, r)
+    );
   }
 
   /**
@@ -131,7 +98,7 @@ export class ReconcileControllers {
 
 /** One reconcile handler's controller. */
 class ReconcileController {
-  readonly #deps: ReconcileDeps;
+  readonly #scope: OperatorScope;
   readonly #cache: InformerCache;
   readonly #registration: ReconcileRegistration;
   readonly #queue = new WorkQueue<string>();
@@ -148,34 +115,35 @@ class ReconcileController {
   #parents: Informer[] = [];
   #logger: Logger;
 
-  constructor(deps: ReconcileDeps, cache: InformerCache, registration: ReconcileRegistration) {
-    this.#deps = deps;
+  constructor(scope: OperatorScope, cache: InformerCache, registration: ReconcileRegistration) {
+    this.#scope = scope;
     this.#cache = cache;
     this.#registration = registration;
-    this.#logger = deps.logger.child(["kopf", "reconcile"]);
+    this.#logger = scope.logger.child(["kopf", "reconcile"]);
     this.#applier = new ReconcileApplier({
-      client: deps.client,
+      client: scope.client,
       cache,
       known: this.#known,
       fieldManager: registration.handler.fieldManager,
       logger: this.#logger,
-      signal: deps.signal,
+      signal: scope.signal,
     });
   }
 
   async run(): Promise<void> {
     const { handler, selector } = this.#registration;
-    const signal = this.#deps.signal;
+    const signal = this.#scope.signal;
     const resolved = await this.#resolve(selector);
     if (!resolved) return;
     this.#resource = resolved;
-    await checkFieldPaths(this.#deps, resolved, [handler]); // a field its CRD cannot hold: warned
-    const scopes = (resource: Resource) => this.#deps.shared.scopes(resource);
-    const bookkeeping = bookkeepingOf(this.#deps.settings);
-    const filtered = !this.#deps.clusterwide && !this.#deps.namespaces.every(isLiteralNamespace);
+    await checkFieldPaths(this.#scope, resolved, [handler]); // a field its CRD cannot hold: warned
+    const shared = this.#scope.shared!;
+    const scopes = (resource: Resource) => shared.scopes(resource);
+    const bookkeeping = bookkeepingOf(this.#scope.settings);
+    const filtered = !this.#scope.clusterwide && !this.#scope.namespaces.every(isLiteralNamespace);
     const served = (namespace: string | undefined) =>
       !filtered || namespace === undefined ||
-      matchAnyNamespace(this.#deps.namespaces, namespace);
+      matchAnyNamespace(this.#scope.namespaces, namespace);
     const enqueue = (key: ObjectKey) => {
       const namespace = this.#resource.namespaced ? key.namespace : undefined;
       if (served(namespace)) this.#queue.add(`${namespace ?? ""}/${key.name}`);
@@ -250,7 +218,7 @@ class ReconcileController {
       await this.#queue.run((key, workerSignal) => this.#tracked(key, workerSignal), {
         concurrency: handler.concurrency,
         signal,
-        graceMs: this.#deps.settings.process.gracePeriod * 1000,
+        graceMs: this.#scope.settings.process.gracePeriod * 1000,
       });
     } finally {
       clearInterval(resync);
@@ -272,13 +240,13 @@ class ReconcileController {
       const body = this.#bodyOf(key);
       return !body || this.#served(body, dropped);
     }).map(([, running]) => running);
-    const grace = this.#deps.settings.process.gracePeriod * 1000;
-    await Promise.race([Promise.all(leaving), sleep(grace, this.#deps.signal).catch(() => {})]);
+    const grace = this.#scope.settings.process.gracePeriod * 1000;
+    await Promise.race([Promise.all(leaving), sleep(grace, this.#scope.signal).catch(() => {})]);
   }
 
   /** Whether this replica reconciles the object (its shard is among these; no sharding: all). */
   #served(body: KubeObject, shards: ReadonlySet<number> = this.#shards): boolean {
-    const space = this.#deps.sharding;
+    const space = this.#scope.sharding;
     if (!space) return true;
     const key = effectiveShardKey(space.key, this.#resource.namespaced);
     return shards.has(shardOfObject(body, key, space.count));
@@ -305,8 +273,8 @@ class ReconcileController {
 
   /** Resolves a selector to one resource, waiting (re-discovering) until it exists. */
   async #resolve(selector: SelectorFields): Promise<Resource | undefined> {
-    const discovery = this.#deps.client.discovery;
-    const signal = this.#deps.signal;
+    const discovery = this.#scope.client.discovery;
+    const signal = this.#scope.signal;
     let reported = false;
     while (!signal.aborted) {
       const resources = await discovery.resources(signal).catch(() => []);
@@ -333,17 +301,17 @@ class ReconcileController {
   }
 
   async #reconcile(key: string, workerSignal: AbortSignal): Promise<void> {
-    await this.#deps.indexed?.(this.#deps.signal); // as cause handlers: never on a partial index
-    const pause = this.#deps.pause;
+    await this.#scope.readiness.wait(this.#scope.signal); // as cause handlers: never on a partial index
+    const pause = this.#scope.pause;
     if (pause?.paused) {
       // Taken while paused: hold the key until the resume, then queue it again. Changes in the
       // meantime only mark it as added again (it is "processing"), so the resume brings one
       // reconcile, not this one plus another for the changes that came while it waited.
-      await pause.resumed(this.#deps.signal);
+      await pause.resumed(this.#scope.signal);
       this.#queue.add(key);
       return;
     }
-    if (this.#deps.signal.aborted) return;
+    if (this.#scope.signal.aborted) return;
     const { handler } = this.#registration;
     const slash = key.indexOf("/");
     const namespace = key.slice(0, slash) || undefined;
@@ -353,13 +321,13 @@ class ReconcileController {
       this.#queue.forget(key); // gone, or another replica's: its holder reconciles it
       return;
     }
-    const logger = this.#deps.logger.forObject(body);
+    const logger = this.#scope.logger.forObject(body);
     const deleting = Boolean(body.metadata?.deletionTimestamp);
     const finalizer = handler.finalizer;
     const hasFinalizer = finalizer !== undefined &&
       (body.metadata?.finalizers ?? []).includes(finalizer);
     if (deleting && finalizer !== undefined && !hasFinalizer) return; // cleaned up already
-    const memo = this.#memos.get(key) ?? { ...this.#deps.memo };
+    const memo = this.#memos.get(key) ?? { ...this.#scope.memo };
     this.#memos.set(key, memo);
     const patch = new Patch();
     let context = this.#context(body, patch, logger, memo, deleting, key, workerSignal);
@@ -405,8 +373,8 @@ class ReconcileController {
     if (!patch.jsonOps.length && !patch.fns.length && mergedEquals(body, patch.toJSON())) {
       return body;
     }
-    const applied = await applyPatch(this.#deps.client.api, this.#resource, body, patch, {
-      signal: this.#deps.signal,
+    const applied = await applyPatch(this.#scope.client.api, this.#resource, body, patch, {
+      signal: this.#scope.signal,
       logger,
     });
     if (applied.state === "applied") {
@@ -427,21 +395,18 @@ class ReconcileController {
     key: string,
     workerSignal: AbortSignal,
   ): ReconcileContext {
-    return reconcileContext(body, {
-      resource: this.#resource,
-      patch,
-      logger,
-      memo,
-      param: this.#registration.handler.param,
-      settings: this.#deps.settings,
-      indices: this.#deps.indices ?? {},
-      deleting,
-      retry: this.#queue.retries(key),
-      signal: workerSignal,
-      cache: cacheReader(this.#cache, this.#known, body.metadata?.namespace),
-      client: this.#deps.client,
-      apply: (object, options) =>
-        this.#applier.apply(body, object as KubeObject, options ?? {}, workerSignal),
-    });
+    const { settings, indexers, client } = this.#scope;
+    const apply: ReconcileContext["apply"] = (object, options) =>
+      this.#applier.apply(body, object as KubeObject, options ?? {}, workerSignal);
+    return handlerContext(
+      { resource: this.#resource, settings, indexers, client, signal: workerSignal },
+      { body, memo, patch, logger, param: this.#registration.handler.param },
+      {
+        deleting,
+        retry: this.#queue.retries(key),
+        cache: cacheReader(this.#cache, this.#known, body.metadata?.namespace),
+        apply,
+      },
+    );
   }
 }

@@ -5,17 +5,11 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
-import type { KubeClient } from "../../client/client.ts";
 import { ApiError } from "../../client/errors.ts";
 import { objectEvents, watcher, watchingOptions } from "../../client/watching.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
-import {
-  isLiteralNamespace,
-  matchAnyNamespace,
-  type NamespacePattern,
-} from "../../structs/namespaces.ts";
+import { isLiteralNamespace, matchAnyNamespace } from "../../structs/namespaces.ts";
 import type { Resource } from "../../structs/resources.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import { watchSelectors } from "./watch_selectors.ts";
 
 const NAMESPACES: Resource = {
@@ -32,18 +26,8 @@ const NAMESPACES: Resource = {
   preferred: true,
 };
 
-/** What following the namespaces needs. */
-export interface NamespaceFollowingDeps {
-  /** The cluster connection. */
-  readonly client: KubeClient;
-  /** Operator settings (watching). */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Stops following. */
-  readonly signal: AbortSignal;
-  /** The namespace patterns to serve. */
-  readonly patterns: readonly NamespacePattern[];
+/** What the orchestrator keeps with the namespaces followed. */
+export interface FollowedNamespaces {
   /** The namespaces served now: kept up to date here. */
   readonly served: Set<string>;
   /** Every namespace is known: after the listing, or when only the literal names are served. */
@@ -54,12 +38,18 @@ export interface NamespaceFollowingDeps {
 
 /**
  * Keeps `served` up to date with the namespaces matching the patterns until the signal aborts.
- * @param deps Collaborators and the set to keep.
+ * @param scope The client, the settings (watching), the logger, the signal that stops following
+ *   and the namespace patterns to serve.
+ * @param followed The set to keep and whom to tell.
  * @returns Resolves when stopped, or when namespaces cannot be watched (then the literal names
  * are served).
  */
-export async function followNamespaces(deps: NamespaceFollowingDeps): Promise<void> {
-  const { client, signal, logger, settings, patterns, served } = deps;
+export async function followNamespaces(
+  scope: Pick<OperatorScope, "client" | "settings" | "logger" | "signal" | "namespaces">,
+  followed: FollowedNamespaces,
+): Promise<void> {
+  const { client, signal, logger, settings, namespaces: patterns } = scope;
+  const { served } = followed;
   const options = {
     ...watchingOptions(settings.watching),
     ...watchSelectors(settings.watching, NAMESPACES), // only if a key selects namespaces
@@ -68,7 +58,7 @@ export async function followNamespaces(deps: NamespaceFollowingDeps): Promise<vo
   try {
     for await (
       const event of objectEvents(watcher(client.api, NAMESPACES, options), (e) => {
-        if (e.type === "initDone") deps.onKnown();
+        if (e.type === "initDone") followed.onKnown();
         if (e.type === "error" && e.error instanceof ApiError && e.error.code === 403) {
           throw e.error;
         }
@@ -80,7 +70,7 @@ export async function followNamespaces(deps: NamespaceFollowingDeps): Promise<vo
         (event.object.status as { phase?: string } | undefined)?.phase === "Terminating";
       if (event.type === "delete" || terminating) served.delete(name);
       else served.add(name);
-      deps.onChange();
+      followed.onChange();
     }
   } catch (error) {
     if (signal.aborted) return;
@@ -88,6 +78,6 @@ export async function followNamespaces(deps: NamespaceFollowingDeps): Promise<vo
       `Cannot watch namespaces (${error}); serving only the literal namespace names given`,
     );
     for (const ns of patterns) if (isLiteralNamespace(ns)) served.add(ns);
-    deps.onKnown();
+    followed.onKnown();
   }
 }

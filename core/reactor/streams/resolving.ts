@@ -5,11 +5,11 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
 import type { OperatorRegistry } from "../../intents/registries.ts";
 import { describeSelector, resolveSelector, type SelectorFields } from "../../intents/selectors.ts";
 import { type Resource, resourceName } from "../../structs/resources.ts";
 import { closest } from "../../util/suggest.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 
 /** A resource to serve, and which selectors (by JSON key) resolved to it. */
 export interface ServedResource {
@@ -19,26 +19,23 @@ export interface ServedResource {
   readonly selectors: Set<string>;
 }
 
-/** What resolution needs. */
-export interface ResolvingDeps {
-  /** The declared handlers' selectors. */
-  readonly registry: Pick<OperatorRegistry, "selectors">;
-  /** Where unresolvable selectors are reported. */
-  readonly logger: Logger;
-}
+/** The operator's parts resolution uses: the handlers' selectors, and where problems go. */
+export type ResolvingScope =
+  & Pick<OperatorScope, "logger">
+  & { readonly registry: Pick<OperatorRegistry, "selectors"> };
 
 /** Resolves the selectors anew on every discovery change, reporting each problem once. */
 export class ResourceResolver {
-  #deps: ResolvingDeps;
+  #scope: ResolvingScope;
   /** Problems already reported: `a:` ambiguous, `u:` unknown (forgotten once found). */
   #reported = new Set<string>();
 
   /**
    * A resolver with nothing reported yet.
-   * @param deps Collaborators.
+   * @param scope The operator's parts it uses.
    */
-  constructor(deps: ResolvingDeps) {
-    this.#deps = deps;
+  constructor(scope: ResolvingScope) {
+    this.#scope = scope;
   }
 
   /**
@@ -48,13 +45,13 @@ export class ResourceResolver {
    */
   resolve(resources: readonly Resource[]): Map<string, ServedResource> {
     const served = new Map<string, { resource: Resource; selectors: Set<string> }>();
-    for (const selector of this.#deps.registry.selectors()) {
+    for (const selector of this.#scope.registry.selectors()) {
       const key = JSON.stringify(selector);
       const { resources: found, ambiguous } = resolveSelector(selector, resources);
       if (ambiguous && !this.#reported.has(`a:${key}`)) {
         this.#reported.add(`a:${key}`);
         const names = ambiguous.map(resourceName).join(", ");
-        this.#deps.logger.warning(
+        this.#scope.logger.warning(
           `Ambiguous resource selector ${
             describeSelector(selector)
           } matches ${names}; serving none of them: specify the group`,
@@ -62,7 +59,7 @@ export class ResourceResolver {
       } else if (found.length === 0 && !ambiguous && !this.#reported.has(`u:${key}`)) {
         this.#reported.add(`u:${key}`);
         const meant = suggestResource(selector, resources);
-        this.#deps.logger.error(
+        this.#scope.logger.error(
           `No resource matches ${describeSelector(selector)}${
             meant ? ` (did you mean "${meant}"?)` : ""
           }: is its CRD installed? Its handlers will start when it appears`,

@@ -20,33 +20,24 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
 import { type Informer, InformerCache, type InformerScope } from "../../client/caching.ts";
-import type { KubeClient } from "../../client/client.ts";
 import { isRoutineSilence, type WatcherEvent, watchingOptions } from "../../client/watching.ts";
-import type { ReconcileRegistration } from "../../intents/reconciliation.ts";
 import { matchesResource, type SelectorFields } from "../../intents/selectors.ts";
-import type { OperatorSettings } from "../../settings/settings.ts";
-import { isLiteralNamespace, type NamespacePattern } from "../../structs/namespaces.ts";
+import { isLiteralNamespace } from "../../structs/namespaces.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { type Resource, resourceName } from "../../structs/resources.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import { watchSelectors } from "./watch_selectors.ts";
 
-/** What the shared cache needs. */
-export interface SharingDeps {
-  /** The cluster connection. */
-  readonly client: KubeClient;
-  /** The reconcile handlers: what they reconcile, own and watch is cached. */
-  readonly registrations: readonly ReconcileRegistration[];
-  /** Operator settings (caching, watching). */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Namespace patterns (ignored when cluster-wide). */
-  readonly namespaces: readonly NamespacePattern[];
-  /** Watch cluster-wide. */
-  readonly clusterwide: boolean;
-}
+/**
+ * The operator's parts the shared cache uses: the client, the registry (what its reconcile
+ * handlers reconcile, own and watch is cached), the settings (caching, watching), the logger,
+ * the namespace patterns and whether to watch cluster-wide.
+ */
+export type SharingScope = Pick<
+  OperatorScope,
+  "client" | "registry" | "settings" | "logger" | "namespaces" | "clusterwide"
+>;
 
 /** Options of {@link SharedInformers.events}. */
 export interface SharedStreamOptions {
@@ -60,23 +51,23 @@ export interface SharedStreamOptions {
 export class SharedInformers implements AsyncDisposable {
   /** The cache. */
   readonly cache: InformerCache;
-  readonly #deps: SharingDeps;
+  readonly #scope: SharingScope;
   readonly #selectors: readonly SelectorFields[];
 
-  /** @param deps Collaborators. */
-  constructor(deps: SharingDeps) {
-    this.#deps = deps;
-    const logger = deps.logger.child(["kopf", "cache"]);
-    this.cache = new InformerCache(deps.client.api, {
-      ...(deps.settings.caching.dropManagedFields ? {} : { transform: false as const }),
-      watching: watchingOptions(deps.settings.watching),
+  /** @param scope The operator's parts it uses. */
+  constructor(scope: SharingScope) {
+    this.#scope = scope;
+    const logger = scope.logger.child(["kopf", "cache"]);
+    this.cache = new InformerCache(scope.client.api, {
+      ...(scope.settings.caching.dropManagedFields ? {} : { transform: false as const }),
+      watching: watchingOptions(scope.settings.watching),
       onError: (error, resource) => {
         const message = `Watching ${resourceName(resource)} failed: ${error.message}`;
         if (isRoutineSilence(error)) logger.info(message);
         else logger.warning(message);
       },
     });
-    this.#selectors = deps.registrations.flatMap(({ selector, handler }) => [
+    this.#selectors = scope.registry.reconcilers().flatMap(({ selector, handler }) => [
       selector,
       ...handler.owns,
       ...handler.watches.map((w) => w.selector),
@@ -99,9 +90,9 @@ export class SharedInformers implements AsyncDisposable {
    * @returns The scopes.
    */
   scopes(resource: Resource): InformerScope[] {
-    const selectors = watchSelectors(this.#deps.settings.watching, resource);
+    const selectors = watchSelectors(this.#scope.settings.watching, resource);
     return this.#literal() && resource.namespaced
-      ? (this.#deps.namespaces as string[]).map((namespace) => ({ namespace, ...selectors }))
+      ? (this.#scope.namespaces as string[]).map((namespace) => ({ namespace, ...selectors }))
       : [{ ...selectors }];
   }
 
@@ -127,7 +118,7 @@ export class SharedInformers implements AsyncDisposable {
     namespace: string | undefined,
     options: SharedStreamOptions,
   ): AsyncGenerator<WatcherEvent> {
-    const selectors = watchSelectors(this.#deps.settings.watching, resource);
+    const selectors = watchSelectors(this.#scope.settings.watching, resource);
     const literal = this.#literal() && resource.namespaced;
     const scope: InformerScope = literal ? { namespace, ...selectors } : { ...selectors };
     const narrow = !literal && resource.namespaced && namespace !== undefined;
@@ -146,7 +137,7 @@ export class SharedInformers implements AsyncDisposable {
 
   /** Literal namespaces only: one informer per namespace (else cluster-wide, filtered here). */
   #literal(): boolean {
-    const { clusterwide, namespaces } = this.#deps;
+    const { clusterwide, namespaces } = this.#scope;
     return !clusterwide && namespaces.length > 0 && namespaces.every(isLiteralNamespace);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Fixtures for unit tests of the processing cycle without a cluster (after Kopf's own test
  * fixtures): a fake API that stores objects and records every request it receives, a wall clock
- * that moves only when told, handler records with defaults, and the cycle's parts as literals.
+ * that moves only when told, handler records with defaults, and the stream's scope over them.
  * Not part of the public API.
  * @module
  */
@@ -19,7 +19,9 @@ import { deepEqual, type JsonObject } from "../../../structs/dicts.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import { Patch } from "../../../structs/patches.ts";
 import type { Resource } from "../../../structs/resources.ts";
-import type { ObjectMemory, ProcessingDeps } from "./state.ts";
+import { OperatorRegistry } from "../../../intents/registries.ts";
+import { operatorScope, type ResourceScope, resourceScope } from "../../scope/scope.ts";
+import type { ObjectMemory } from "./state.ts";
 
 /** One request the fake API received. */
 export interface FakeRequest {
@@ -263,10 +265,10 @@ export function memoryOf(handledOnce = false): ObjectMemory {
   return { memo: {}, handledOnce, wake: () => {} };
 }
 
-/** The whole of the cycle's parts as literals, with the fakes they are made of. */
+/** The stream's scope, built as the operator builds it, with the fakes it is made of. */
 export interface CycleFixture {
-  /** The parts, to pass to `processEvent` or to any phase. */
-  readonly deps: ProcessingDeps;
+  /** The scope, to pass to `processEvent` or to any phase. */
+  readonly deps: ResourceScope;
   /** The fake API behind `deps.api`. */
   readonly api: FakeApi;
   /** The clock behind `deps.now`. */
@@ -278,7 +280,9 @@ export interface CycleFixture {
 }
 
 /**
- * The cycle's parts for one resource, over a fake API and a fake clock.
+ * The scope of one resource's stream (built by `operatorScope()` and `resourceScope()`, as the
+ * operator builds it), over a fake API and a fake clock; no admission gate (no phase under test
+ * enters it).
  * @param init The handlers, settings overrides, lifecycle and resource.
  * @returns The fixture.
  */
@@ -292,18 +296,28 @@ export function cycleFixture(init: {
   const api = new FakeApi();
   const clock = new FakeClock();
   const logs: LogEntry[] = [];
-  const deps: ProcessingDeps = {
-    api: api.api,
+  const scope = operatorScope({
     client: NO_CLIENT,
-    resource: init.resource ?? RESOURCE,
-    changing: init.changing ?? [],
-    watching: init.watching ?? [],
-    spawning: [],
+    api: api.api,
+    registry: new OperatorRegistry(),
     settings: init.settings ?? createSettings(),
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
+    memo: {},
     lifecycle: init.lifecycle ?? asap,
+    namespaces: [],
+    clusterwide: true,
     signal: new AbortController().signal,
     now: clock.now,
+  });
+  scope.readiness.check(); // no index: handlers need not wait
+  const deps: ResourceScope = {
+    ...resourceScope(scope, init.resource ?? RESOURCE, {
+      changing: init.changing ?? [],
+      watching: init.watching ?? [],
+      spawning: [],
+      indexing: [],
+    }),
+    gate: undefined,
   };
   return {
     deps,

@@ -16,11 +16,12 @@ import {
   type ChangingFilterExtras,
   matchesBodyFilters,
 } from "../../../intents/registries.ts";
-import { type ContextDeps, makeResourceContext } from "./context.ts";
-import type { CycleEnd, CycleState, ProcessingDeps } from "./state.ts";
+import { type ContextScope, handlerContext } from "../../scope/context.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
+import type { CycleEnd, CycleState } from "./state.ts";
 
 /** The operator's parts the phase uses. */
-export type CausationDeps = ContextDeps & Pick<ProcessingDeps, "changing">;
+export type CausationDeps = ContextScope & Pick<ResourceScope, "changing">;
 
 /**
  * The cycle's cause, detected once, when first needed: by a filter callback (filters see the
@@ -29,7 +30,7 @@ export type CausationDeps = ContextDeps & Pick<ProcessingDeps, "changing">;
  * @param cycle The object, its essence and memory; the cause is kept in it.
  * @returns The cause.
  */
-export function causeOf(deps: Pick<ProcessingDeps, "settings">, cycle: CycleState): ChangingCause {
+export function causeOf(deps: Pick<ResourceScope, "settings">, cycle: CycleState): ChangingCause {
   const settings = deps.settings.persistence;
   const { body } = cycle;
   return cycle.cause ??= detectChangingCause({
@@ -52,12 +53,18 @@ export function causeOf(deps: Pick<ProcessingDeps, "settings">, cycle: CycleStat
  * @returns The filter context.
  */
 export function filterContextOf(
-  deps: ContextDeps,
+  deps: ContextScope,
   cycle: CycleState,
   handler: ChangingHandler,
 ): ResourceContext & ChangingFilterExtras {
   return changingFilterContext(
-    makeResourceContext(deps, cycle.memory, cycle.body, cycle.patch, cycle.logger, handler.param),
+    handlerContext(deps, {
+      body: cycle.body,
+      memo: cycle.memory.memo,
+      patch: cycle.patch,
+      logger: cycle.logger,
+      param: handler.param,
+    }),
     causeOf(deps, cycle),
     handler,
   );

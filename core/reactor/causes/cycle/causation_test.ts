@@ -16,6 +16,7 @@ import { causeOf, detectCause } from "./causation.ts";
 import { openCycle } from "./opening.ts";
 import type { ObjectEvent } from "./state.ts";
 import { Logger } from "../../../actions/loggers.ts";
+import { Indexers } from "../../../engines/runners/indexing.ts";
 
 const settings = createSettings();
 const FINALIZER = settings.persistence.finalizer;
@@ -26,6 +27,7 @@ function depsWith(changing = [changingHandler("h", "create")]) {
     settings,
     signal: new AbortController().signal,
     client: NO_CLIENT,
+    indexers: new Indexers([]),
     changing,
     spawning: [],
     api: new FakeApi().api,

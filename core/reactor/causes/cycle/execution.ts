@@ -10,13 +10,15 @@ import { execute, withDefaultBackoff } from "../../../actions/execution.ts";
 import { withHandledObject } from "../../../actions/handled_object.ts";
 import { deliverResult, reportOutcome, storableOutcome } from "../../../actions/outcomes.ts";
 import { invokeChanging, type SubhandlerScope } from "../subhandling.ts";
-import { type ContextDeps, handlerInfo, makeResourceContext } from "./context.ts";
-import { type CycleState, nowOf, type ProcessingDeps } from "./state.ts";
+import type { ContextScope } from "../../scope/context.ts";
+import { nowOf, type ResourceScope } from "../../scope/scope.ts";
+import { handlerInfo } from "./context.ts";
+import type { CycleState } from "./state.ts";
 
 /** The operator's parts the phase uses. */
 export type ExecutionDeps =
-  & ContextDeps
-  & Pick<ProcessingDeps, "lifecycle" | "observer" | "gate" | "now">;
+  & ContextScope
+  & Pick<ResourceScope, "lifecycle" | "observer" | "gate" | "now">;
 
 /**
  * Runs the handlers chosen for the cycle (none when no handler was selected); marks the cycle
@@ -32,7 +34,7 @@ export async function executeHandlers(deps: ExecutionDeps, cycle: CycleState): P
   for (const handler of chosen) {
     if (deps.signal.aborted) break;
     const progress = state.begin(handler.id, reason, nowOf(deps));
-    const scope: SubhandlerScope = { state, lifecycle: deps.lifecycle, childIds: [] };
+    const subhandlers: SubhandlerScope = { state, lifecycle: deps.lifecycle, childIds: [] };
     // The attempt's signal follows the operator's (it is the operator's without a timeout).
     const attempt = () =>
       execute(
@@ -41,11 +43,12 @@ export async function executeHandlers(deps: ExecutionDeps, cycle: CycleState): P
         (signal) =>
           withHandledObject({ body }, () =>
             invokeChanging(handler, {
-              ...makeResourceContext(deps, memory, body, patch, logger, handler.param, signal),
+              scope: deps,
+              parts: { body, memo: memory.memo, patch, logger, param: handler.param, signal },
               reason,
               cause,
               progress,
-            }, scope)),
+            }, subhandlers)),
         deps.now?.(),
         deps.signal,
       );
@@ -65,7 +68,7 @@ export async function executeHandlers(deps: ExecutionDeps, cycle: CycleState): P
       (outcome.kind === "temporary" && outcome.error.name !== "HandlerChildrenRetry") ||
       outcome.kind === "permanent"
     ) cycle.failed = true;
-    state.record(handler.id, outcome, nowOf(deps), scope.childIds);
+    state.record(handler.id, outcome, nowOf(deps), subhandlers.childIds);
     reportOutcome(logger, handler.id, outcome);
     deliverResult(patch, handler.id, outcome);
   }

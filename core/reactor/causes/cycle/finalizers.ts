@@ -7,7 +7,8 @@
 import { hasFinalizer, isDeletionRequested } from "../../../intents/causes.ts";
 import { requiresFinalizer } from "../../../intents/registries.ts";
 import { type CausationDeps, filterContextOf } from "./causation.ts";
-import type { CycleEnd, CycleState, ProcessingDeps } from "./state.ts";
+import type { CycleEnd, CycleState } from "./state.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
 
 /**
  * Step 3: the object is gone (its daemons and timers are told to stop), or nothing but
@@ -19,7 +20,7 @@ import type { CycleEnd, CycleState, ProcessingDeps } from "./state.ts";
  * @returns The end of the cycle, or undefined to go on.
  */
 export function endUnhandled(
-  deps: Pick<ProcessingDeps, "changing" | "spawning" | "settings">,
+  deps: Pick<ResourceScope, "changing" | "spawning" | "settings">,
   cycle: CycleState,
 ): CycleEnd | undefined {
   const { body, deleted, spawner, patch, logger } = cycle;
@@ -44,7 +45,7 @@ export function endUnhandled(
  * @returns The end of the cycle (due again at once), or undefined to go on.
  */
 export function toggleFinalizer(
-  deps: CausationDeps & Pick<ProcessingDeps, "spawning">,
+  deps: CausationDeps & Pick<ResourceScope, "spawning">,
   cycle: CycleState,
 ): CycleEnd | undefined {
   const { body, spawner, patch, logger } = cycle;

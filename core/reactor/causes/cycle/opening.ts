@@ -7,10 +7,11 @@
 import { extraEssenceFields } from "../../../intents/registries.ts";
 import type { Patch } from "../../../structs/patches.ts";
 import { type SpawnerDeps, spawnerOf } from "./spawning.ts";
-import type { CycleState, ObjectEvent, ObjectMemory, ProcessingDeps } from "./state.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
+import type { CycleState, ObjectEvent, ObjectMemory } from "./state.ts";
 
 /** The operator's parts the cycle's state is made from. */
-export type OpeningDeps = SpawnerDeps & Pick<ProcessingDeps, "changing">;
+export type OpeningDeps = SpawnerDeps & Pick<ResourceScope, "changing">;
 
 /**
  * Makes the state of a cycle.

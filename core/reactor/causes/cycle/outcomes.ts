@@ -9,14 +9,15 @@
 
 import { hasFinalizer } from "../../../intents/causes.ts";
 import { causeOf } from "./causation.ts";
-import { type CycleEnd, type CycleState, nowOf, type ProcessingDeps, VERBS } from "./state.ts";
+import { type CycleEnd, type CycleState, VERBS } from "./state.ts";
+import { nowOf, type ResourceScope } from "../../scope/scope.ts";
 
 /**
  * After all handlers of a cause are done: remember the essence, or release the object.
  * @param deps The settings (finalizer name, diff-base storage).
  * @param cycle The cycle, its cause detected.
  */
-export function completeCause(deps: Pick<ProcessingDeps, "settings">, cycle: CycleState): void {
+export function completeCause(deps: Pick<ResourceScope, "settings">, cycle: CycleState): void {
   const { spawner, body, patch, logger, essence } = cycle;
   const cause = causeOf(deps, cycle);
   const settings = deps.settings.persistence;
@@ -42,7 +43,7 @@ export function completeCause(deps: Pick<ProcessingDeps, "settings">, cycle: Cyc
  * @returns The end of the cycle: due again at the earliest retry, or not at all.
  */
 export function applyOutcomes(
-  deps: Pick<ProcessingDeps, "changing" | "settings" | "now">,
+  deps: Pick<ResourceScope, "changing" | "settings" | "now">,
   cycle: CycleState,
 ): CycleEnd {
   const { handling, body, patch, logger, spawner } = cycle;

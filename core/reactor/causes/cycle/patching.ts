@@ -19,18 +19,12 @@ import { extraEssenceFields } from "../../../intents/registries.ts";
 import { deepEqual } from "../../../structs/dicts.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import type { Patch } from "../../../structs/patches.ts";
-import type {
-  CycleEnd,
-  CycleResult,
-  CycleState,
-  ObjectEvent,
-  ObjectMemory,
-  ProcessingDeps,
-} from "./state.ts";
+import type { CycleEnd, CycleResult, CycleState, ObjectEvent, ObjectMemory } from "./state.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
 
 /** The operator's parts the phase uses. */
 export type PatchingDeps = Pick<
-  ProcessingDeps,
+  ResourceScope,
   "api" | "resource" | "signal" | "logger" | "settings" | "changing" | "spawning"
 >;
 
@@ -94,7 +88,7 @@ export async function finishCycle(
  * permission is granted, the work lands; nothing is taken as done meanwhile.
  */
 function refusedWrite(
-  deps: Pick<ProcessingDeps, "settings" | "logger">,
+  deps: Pick<ResourceScope, "settings" | "logger">,
   memory: ObjectMemory,
   body: KubeObject,
   error: WriteRefusedError,
@@ -125,7 +119,7 @@ function refusedWrite(
  *   object); undefined when no refused write is kept, and the cycle goes on.
  */
 export function retryRefusedWrite(
-  deps: Pick<ProcessingDeps, "api" | "resource" | "signal" | "logger" | "settings">,
+  deps: Pick<ResourceScope, "api" | "resource" | "signal" | "logger" | "settings">,
   memory: ObjectMemory,
   event: ObjectEvent,
 ): Promise<CycleResult> | undefined {
@@ -139,7 +133,7 @@ export function retryRefusedWrite(
 }
 
 async function writeKept(
-  deps: Pick<ProcessingDeps, "api" | "resource" | "signal" | "logger" | "settings">,
+  deps: Pick<ResourceScope, "api" | "resource" | "signal" | "logger" | "settings">,
   memory: ObjectMemory,
   body: KubeObject,
   kept: Patch,
@@ -170,7 +164,7 @@ async function writeKept(
  * event and the write, and that change (whose own, older event will be skipped) must be seen.
  */
 function settledAfter(
-  deps: Pick<ProcessingDeps, "spawning" | "changing" | "settings">,
+  deps: Pick<ResourceScope, "spawning" | "changing" | "settings">,
   before: KubeObject,
   after: KubeObject,
   delay: number | undefined,

@@ -12,10 +12,11 @@ import type { Reason } from "../../../intents/handlers.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import { type CausationDeps, causeOf, filterContextOf } from "./causation.ts";
 import { completeCause } from "./outcomes.ts";
-import { type CycleEnd, type CycleState, nowOf, type ProcessingDeps, VERBS } from "./state.ts";
+import { type CycleEnd, type CycleState, VERBS } from "./state.ts";
+import { nowOf, type ResourceScope } from "../../scope/scope.ts";
 
 /** The operator's parts the phase uses. */
-export type SelectionDeps = CausationDeps & Pick<ProcessingDeps, "lifecycle" | "spawning" | "now">;
+export type SelectionDeps = CausationDeps & Pick<ResourceScope, "lifecycle" | "spawning" | "now">;
 
 /**
  * Selects the handlers of the cycle's cause; sets `cycle.handling`.

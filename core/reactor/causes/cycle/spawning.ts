@@ -10,13 +10,14 @@ import { isDeletionRequested } from "../../../intents/causes.ts";
 import type { ResourceContext } from "../../../intents/contexts.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import { Patch } from "../../../structs/patches.ts";
-import { type ContextDeps, makeResourceContext } from "./context.ts";
-import type { CycleState, ObjectMemory, ProcessingDeps } from "./state.ts";
+import { type ContextScope, handlerContext } from "../../scope/context.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
+import type { CycleState, ObjectMemory } from "./state.ts";
 
 /** The operator's parts a spawner is made of. */
 export type SpawnerDeps =
-  & ContextDeps
-  & Pick<ProcessingDeps, "spawning" | "api" | "paused" | "logger" | "observer">;
+  & ContextScope
+  & Pick<ResourceScope, "spawning" | "api" | "pause" | "logger" | "observer">;
 
 /**
  * The object's spawner of daemons and timers, made on first need and kept in its memory.
@@ -36,18 +37,17 @@ export function spawnerOf(
     resource: deps.resource,
     settings: deps.settings.background,
     execution: deps.settings.execution,
-    paused: deps.paused,
+    paused: deps.pause,
     logger: deps.logger.forObject(body),
     context: (handler, signal): ResourceContext =>
-      makeResourceContext(
-        deps,
-        memory,
-        spawner.body,
-        new Patch(),
-        deps.logger.forObject(body),
-        handler.param,
+      handlerContext(deps, {
+        body: spawner.body,
+        memo: memory.memo,
+        patch: new Patch(),
+        logger: deps.logger.forObject(body),
+        param: handler.param,
         signal,
-      ),
+      }),
     wake: () => memory.wake(),
     signal: deps.signal,
     observer: deps.observer,
@@ -63,7 +63,7 @@ export function spawnerOf(
  * @returns Nothing: the cycle goes on.
  */
 export function adjustSpawned(
-  deps: Pick<ProcessingDeps, "spawning">,
+  deps: Pick<ResourceScope, "spawning">,
   cycle: CycleState,
 ): undefined {
   const { spawner, memory, body } = cycle;

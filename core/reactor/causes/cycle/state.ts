@@ -1,72 +1,22 @@
 /**
- * What one processing cycle works with: the operator's parts it needs ({@link ProcessingDeps}),
- * what is remembered about the object between cycles ({@link ObjectMemory}), the event, and the
- * cycle's own state ({@link CycleState}) that the phases read and fill in turn.
+ * What one processing cycle works with besides the stream's scope (`ResourceScope` in
+ * `../../scope/scope.ts`): what is remembered about the object between cycles
+ * ({@link ObjectMemory}), the event, and the cycle's own state ({@link CycleState}) that the
+ * phases read and fill in turn.
  *
- * Each phase of the cycle is a function of a `Pick` of {@link ProcessingDeps} (only the parts it
+ * Each phase of the cycle is a function of a `Pick` of the resource scope (only the parts it
  * uses, so a test passes a small literal) and the one {@link CycleState}.
  * @module
  */
 
-import type { Lifecycle } from "../../../actions/lifecycles.ts";
 import type { Logger } from "../../../actions/loggers.ts";
 import type { ProgressState } from "../../../actions/progression.ts";
-import type { KubeApi } from "../../../client/api.ts";
-import type { KubeClient } from "../../../client/client.ts";
 import type { Spawner } from "../../../engines/runners/daemons.ts";
-import type { OperatorObserver } from "../../../engines/observability/observers.ts";
 import type { ChangingCause } from "../../../intents/causes.ts";
-import type { IndexView, Memo } from "../../../intents/contexts.ts";
-import type {
-  ChangingHandler,
-  Reason,
-  SpawningHandler,
-  WatchingHandler,
-} from "../../../intents/handlers.ts";
-import type { OperatorSettings } from "../../../settings/settings.ts";
+import type { Memo } from "../../../intents/contexts.ts";
+import type { ChangingHandler, Reason } from "../../../intents/handlers.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import type { Patch } from "../../../structs/patches.ts";
-import type { Resource } from "../../../structs/resources.ts";
-import type { AdmissionGate } from "../../../util/gate.ts";
-
-/** What the cycle needs from the operator. */
-export interface ProcessingDeps {
-  /** Object operations. */
-  readonly api: KubeApi;
-  /** The operator's client, given to handlers as `client`. */
-  readonly client: KubeClient;
-  /** The resource being processed. */
-  readonly resource: Resource;
-  /** Its resource-changing handlers. */
-  readonly changing: readonly ChangingHandler[];
-  /** Its raw-event handlers. */
-  readonly watching: readonly WatchingHandler[];
-  /** Its daemons and timers. */
-  readonly spawning: readonly SpawningHandler[];
-  /** The operator's indices by name. */
-  readonly indices?: Readonly<Record<string, IndexView>> | undefined;
-  /** Opens when all indexed resources were listed and indexed; handlers wait for it. */
-  readonly readiness?: { wait(signal: AbortSignal): Promise<void> } | undefined;
-  /** Operator settings. */
-  readonly settings: OperatorSettings;
-  /** The operator's logger (object loggers derive from it). */
-  readonly logger: Logger;
-  /** Which handlers run in a cycle. */
-  readonly lifecycle: Lifecycle;
-  /** Aborted on operator shutdown. */
-  readonly signal: AbortSignal;
-  /** Observes handler runs (metrics, traces). */
-  readonly observer?: OperatorObserver | undefined;
-  /** Peering's pause switch: nothing is spawned while paused. */
-  readonly paused?: { readonly paused: boolean } | undefined;
-  /** The gate that admitted this cycle: its handlers run away from it (not counted). */
-  readonly gate?: AdmissionGate | undefined;
-  /**
-   * The wall clock of progress records (attempts started and stopped, retries delayed); the
-   * real time without it. Tests inject a fixed one.
-   */
-  readonly now?: (() => Date) | undefined;
-}
 
 /** What the operator remembers about one object between cycles (in memory only). */
 export interface ObjectMemory {
@@ -168,15 +118,6 @@ export interface CycleState {
   handling?: Handling | undefined;
   /** A handler failed in this cycle, temporarily or permanently (for metrics). */
   failed: boolean;
-}
-
-/**
- * The wall-clock time for progress records: the injected clock's, else the real one.
- * @param deps The optional clock.
- * @returns The current time.
- */
-export function nowOf(deps: Pick<ProcessingDeps, "now">): Date {
-  return deps.now ? deps.now() : new Date();
 }
 
 /** How the cycle's reasons are named in log lines: `[Title, noun]`. */

@@ -10,13 +10,15 @@ import { withHandledObject } from "../../../actions/handled_object.ts";
 import { deliverResult, storableOutcome } from "../../../actions/outcomes.ts";
 import type { EventContext } from "../../../intents/contexts.ts";
 import { matchesBodyFilters } from "../../../intents/registries.ts";
-import { type ContextDeps, handlerInfo, makeResourceContext } from "./context.ts";
-import type { CycleState, ProcessingDeps } from "./state.ts";
+import { type ContextScope, handlerContext } from "../../scope/context.ts";
+import type { ResourceScope } from "../../scope/scope.ts";
+import { handlerInfo } from "./context.ts";
+import type { CycleState } from "./state.ts";
 
 /** The operator's parts the phase uses. */
 export type WatchingDeps =
-  & ContextDeps
-  & Pick<ProcessingDeps, "watching" | "logger" | "observer" | "gate">;
+  & ContextScope
+  & Pick<ResourceScope, "watching" | "logger" | "observer" | "gate">;
 
 /**
  * Runs the raw-event handlers whose filters match the event's object, one after another.
@@ -32,11 +34,12 @@ export async function runWatchingHandlers(
   if (deps.watching.length === 0) return;
   const logger = deps.logger.forObject(event.body, { local: true });
   for (const handler of deps.watching) {
-    const context: EventContext = {
-      ...makeResourceContext(deps, memory, event.body, patch, logger, handler.param),
-      event: { type: event.type, object: event.body },
-      type: event.type,
-    };
+    const context: EventContext = handlerContext(
+      deps,
+      { body: event.body, memo: memory.memo, patch, logger, param: handler.param },
+      {},
+      { event: { type: event.type, object: event.body }, type: event.type },
+    );
     if (!matchesBodyFilters(handler, event.body, () => context)) continue;
     const run = async (): Promise<Outcome> => {
       try {
