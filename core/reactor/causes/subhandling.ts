@@ -18,7 +18,12 @@ import {
 import type { Lifecycle } from "../../actions/lifecycles.ts";
 import type { HandlerProgress, ProgressState } from "../../actions/progression.ts";
 import type { ChangingCause } from "../../intents/causes.ts";
-import type { ChangingContext, ExecuteOptions, SubhandlerOptions } from "../../intents/contexts.ts";
+import type {
+  ChangingContext,
+  ExecuteOptions,
+  ResourceContext,
+  SubhandlerOptions,
+} from "../../intents/contexts.ts";
 import {
   type ChangingHandler,
   defaultHandlerId,
@@ -74,7 +79,11 @@ export async function invokeChanging(
 ): Promise<unknown> {
   const declared: ChangingHandler[] = [];
   let executed = false;
-  const context: ChangingContext = buildContext(handler, inputs, {
+  const context: ChangingContext = handlerContext<
+    Record<never, never>,
+    Omit<ChangingContext, keyof ResourceContext>
+  >(inputs.scope, inputs.parts, {}, {
+    ...causeFields(handler, inputs),
     execute: async (fns, options = {}) => {
       const sources = [fns, options.handlers, options.registry].filter((x) => x !== undefined);
       if (sources.length > 1) {
@@ -159,15 +168,15 @@ function changesFields(handler: ChangingHandler): boolean {
   return handler.reason === undefined || handler.reason === "update";
 }
 
-function buildContext(
+/** The changing context's own fields: the cause (narrowed to the handler's field) and progress. */
+function causeFields(
   handler: ChangingHandler,
   inputs: ChangingInputs,
-  methods: Pick<ChangingContext, "execute" | "subhandler">,
-): ChangingContext {
+): Omit<ChangingContext, keyof ResourceContext | "execute" | "subhandler"> {
   const { cause, progress } = inputs;
   const field = handler.field;
   const now = Date.now();
-  return handlerContext(inputs.scope, inputs.parts, {}, {
+  return {
     reason: inputs.reason,
     diff: field ? reduce(cause.diff, field) : cause.diff,
     old: field ? resolve(cause.old, field) : cause.old,
@@ -175,8 +184,7 @@ function buildContext(
     retry: progress.retries,
     started: progress.started,
     runtime: (now - progress.started.getTime()) / 1000,
-    ...methods,
-  });
+  };
 }
 
 /** The handler record of a function sub-handler (declared, or given to `execute()`). */
