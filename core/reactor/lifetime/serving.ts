@@ -2,18 +2,25 @@
  * One term of service: from joining the peers (or the shard Leases) to a clean stop. The
  * operator serves one term, or with leader election one per won Lease (`coordinating.ts`).
  *
- * A term starts peering, the Events poster, the shared informer cache (for reconcile handlers),
- * the orchestration of watch streams, the reconcile controllers, the shard coordinator and the
- * webhook server; then it stops them in order (`stopping.ts`) and leaves the peers last.
+ * A term is a list of parts (`parts.ts`), started in order: peering, the Events poster, the
+ * shared informer cache (for reconcile handlers), the shard coordinator, the webhook server, and
+ * the orchestration of watch streams with the reconcile controllers. They stop by named groups
+ * in the order of `stopping.ts` (workers, reporting, intake, coordination, caches, presence), so
+ * the peers are left last.
  * @module
  */
 
 import type { Lifecycle } from "../../actions/lifecycles.ts";
 import type { Logger } from "../../actions/loggers.ts";
 import type { KubeClient } from "../../client/client.ts";
-import { type AdmissionRun, startAdmission } from "../../engines/admission/admission.ts";
+import { startAdmission } from "../../engines/admission/admission.ts";
 import type { OperatorObserver } from "../../engines/observability/observers.ts";
-import { detectIdentity, OperatorPause, startPeering } from "../../engines/coordination/peering.ts";
+import {
+  detectIdentity,
+  OperatorPause,
+  type PeeringRun,
+  startPeering,
+} from "../../engines/coordination/peering.ts";
 import { type EventPoster, withPoster } from "../../engines/observability/posting.ts";
 import { ShardCoordinator } from "../../engines/coordination/sharding.ts";
 import type { Memo } from "../../intents/contexts.ts";
@@ -26,7 +33,8 @@ import { type OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { ReconcileControllers } from "../reconcile/reconciling.ts";
 import type { SharedInformers } from "../streams/sharing.ts";
 import { operatorScope } from "../scope/scope.ts";
-import { stopInOrder } from "./stopping.ts";
+import { aborted, disposedPart, type Part, runningPart, runParts } from "./parts.ts";
+import { termGroups } from "./stopping.ts";
 
 /** What a term of service needs: the operator's parts, and where to tell what it runs. */
 export interface ServingDeps {
@@ -84,88 +92,37 @@ export async function serveTerm(
   signal: AbortSignal,
   halt?: AbortSignal,
 ): Promise<void> {
-  const { client, registry, settings, logger, namespaces, sharding } = deps;
+  const { registry, settings, logger, sharding } = deps;
   const pause = new OperatorPause();
   deps.onPause(pause);
-  // What runs for the term stops with it on every exit path: a start that fails half-way stops
-  // what it already started (the Events poster, the webhook server) instead of leaving it on.
-  const ended = new AbortController();
-  const term = AbortSignal.any([signal, ended.signal]);
   // A part that stopped on its own while the term should run (reported by the liveness endpoint).
   let missing: string | undefined;
   deps.onProblems(() => missing);
-  const peeringStop = new AbortController();
-  let peered: Promise<void> | undefined;
-  let coordinator: ShardCoordinator | undefined;
-  let shared: SharedInformers | undefined;
-  try {
-    const peering = await startPeering({
-      api: client.api,
-      settings: settings.peering,
-      watching: settings.watching,
-      identity: deps.identity ?? detectIdentity(),
-      namespaces,
-      pause,
-      logger: logger.child(["kopf", "peering"]),
-      signal: AbortSignal.any([signal, peeringStop.signal]),
-      exitTimeout: settings.process.gracePeriod,
-    }).catch((error) => {
-      if (signal.aborted) throw error;
-      throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, {
-        cause: error,
-      });
-    });
-    peered = peering?.finished;
-    const posting = deps.poster.run(term);
-    const built = buildTermParts(deps, term, peering, pause, halt);
-    shared = built.shared;
-    const { orchestrator, reconcilers } = built;
+  // Started in this order; stopped by groups in the order of termGroups() (stopping.ts), on
+  // every exit path: a start that fails half-way stops what it already started.
+  await runParts({
+    signal,
+    groups: termGroups(settings),
+    onFailure: deps.onFailure,
+    onMissing: (why) => missing ??= why,
+    onStopping: () => logger.info("Stop requested; finishing the current cycles."),
+  }, async (parts) => {
+    const peering = peeringPart(deps, pause, signal);
+    await parts.start(peering);
+    await parts.start(runningPart("the Events poster", "reporting", (s) => deps.poster.run(s)));
+    const built = buildTermParts(deps, parts.signal, peering.run, pause, halt);
+    const { shared, orchestrator, reconcilers } = built;
     deps.onServing(orchestrator);
-    if (sharding) {
-      coordinator = new ShardCoordinator({
-        ...sharding.deps,
-        serve: (shards) => {
-          deps.observer?.state("shards_owned", shards.size, { name: settings.sharding.name });
-          return Promise.all([
-            orchestrator.serveShards(shards),
-            reconcilers?.serveShards(shards),
-          ]).then(() => {});
-        },
-        signal: term,
-      });
-      await coordinator.join(); // the first fair share is served from the first listing
-    }
+    if (shared) await parts.start(disposedPart("the informer cache", "caches", shared));
+    if (sharding) await parts.start(shardsPart(deps, sharding, orchestrator, reconcilers));
     deps.observe?.(() => orchestrator.stats());
-    const admission = registry.webhooks().length
-      ? serveWebhooks(deps, orchestrator, term, (why) => missing ??= why)
-      : undefined;
-    await admission?.ready.catch((error) => {
-      if (signal.aborted) return;
-      throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
-        cause: error,
-      });
-    });
-    const running = withPoster(
-      deps.poster,
-      () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
-    );
-    await stopInOrder({
-      signal: term,
-      running,
-      posting,
-      admission,
-      settings,
-      logger,
-      onFailure: deps.onFailure,
-    });
-  } finally {
-    ended.abort(); // after a clean stop, a no-op; after a failed start, stops what had started
-    await coordinator?.finished; // the shards' work stopped; their Leases are released
-    await shared?.[Symbol.asyncDispose](); // the cache's watches end with their readers
-    // Our peering entries are removed only after the streams stopped.
-    peeringStop.abort();
-    await peered;
-  }
+    if (registry.webhooks().length) await parts.start(webhooksPart(deps, orchestrator, signal));
+    await parts.start(runningPart("the orchestration", "workers", () =>
+      withPoster(
+        deps.poster,
+        () => Promise.all([orchestrator.run(), reconcilers?.run()]).then(() => {}),
+      )));
+  });
 }
 
 /** The term's readers and workers, as one term builds them. */
@@ -223,42 +180,128 @@ function buildTermParts(
 }
 
 /**
- * Starts the webhook server for the term, with a stop signal of its own that follows the term's
- * only while the server runs. A server that already stopped by itself (a start that failed after
+ * Peering as a part: started once the peering mode is detected (standalone: nothing runs, and
+ * the part waits for its stop). Its stop signal is the operator's stop (or a lost Lease) as well
+ * as its turn: a start that fails half-way does not tell it before its turn.
+ * @param deps The operator's parts.
+ * @param pause The term's pause switch.
+ * @param signal The term's outer signal: the operator's stop, or a lost Lease.
+ * @returns The part, and once ready, the running peering (none when standalone).
+ */
+function peeringPart(
+  deps: ServingDeps,
+  pause: OperatorPause,
+  signal: AbortSignal,
+): Part & { run: PeeringRun | undefined } {
+  const { client, settings, logger, namespaces } = deps;
+  const part: Part & { run: PeeringRun | undefined } = {
+    name: "peering",
+    group: "presence",
+    run: undefined,
+    start: (turn) => {
+      const stop = AbortSignal.any([signal, turn]);
+      const ready = startPeering({
+        api: client.api,
+        settings: settings.peering,
+        watching: settings.watching,
+        identity: deps.identity ?? detectIdentity(),
+        namespaces,
+        pause,
+        logger: logger.child(["kopf", "peering"]),
+        signal: stop,
+        exitTimeout: settings.process.gracePeriod,
+      }).then((run) => {
+        part.run = run;
+      }, (error) => {
+        if (signal.aborted) throw error;
+        throw new OperatorStartError(`Cannot start peering: ${firstLine(error)}`, {
+          cause: error,
+        });
+      });
+      return { ready, finished: ready.then(() => part.run?.finished ?? aborted(stop)) };
+    },
+  };
+  return part;
+}
+
+/**
+ * The shard coordinator as a part: ready once it joined (the first fair share is served from the
+ * first listing); finished once the shards' work stopped and their Leases are released.
+ * @param deps The operator's parts.
+ * @param sharding The sharding setup.
+ * @param orchestrator The term's orchestrator, which serves the held shards.
+ * @param reconcilers The term's reconcile controllers, if any, which serve them too.
+ * @returns The part.
+ */
+function shardsPart(
+  deps: ServingDeps,
+  sharding: Sharding,
+  orchestrator: Orchestrator,
+  reconcilers: ReconcileControllers | undefined,
+): Part {
+  return {
+    name: "the shard coordinator",
+    group: "coordination",
+    start: (signal) => {
+      const coordinator = new ShardCoordinator({
+        ...sharding.deps,
+        serve: (shards) => {
+          deps.observer?.state("shards_owned", shards.size, {
+            name: deps.settings.sharding.name,
+          });
+          return Promise.all([
+            orchestrator.serveShards(shards),
+            reconcilers?.serveShards(shards),
+          ]).then(() => {});
+        },
+        signal,
+      });
+      const ready = coordinator.join();
+      return { ready, finished: ready.then(() => coordinator.finished) };
+    },
+  };
+}
+
+/**
+ * The webhook server as a part, with a stop signal of its own that follows the term's only
+ * while the server runs. A server that already stopped by itself (a start that failed after
  * binding its port, e.g. when the webhook configurations cannot be written) has shut its
  * listener down: `Deno.serve` would shut it down again when a signal it was given aborts later,
  * and that second close crashes the process with `Uncaught BadResource` (e.g. on Ctrl-C).
  * @param deps The operator's parts.
  * @param orchestrator The term's orchestrator (memos and indices for the handlers).
- * @param term The term's stop signal.
- * @param stopped Told why, when the server stops by itself while the term runs.
- * @returns The running webhook server.
+ * @param signal The term's outer signal: a start cut short by it is no start failure.
+ * @returns The part: ready once the server listens and its configurations are in place.
  */
-function serveWebhooks(
-  deps: ServingDeps,
-  orchestrator: Orchestrator,
-  term: AbortSignal,
-  stopped: (why: string) => void,
-): AdmissionRun {
+function webhooksPart(deps: ServingDeps, orchestrator: Orchestrator, signal: AbortSignal): Part {
   const { client, registry, settings, logger, memo } = deps;
-  const own = new AbortController();
-  const forward = () => own.abort(term.reason);
-  if (term.aborted) forward();
-  else term.addEventListener("abort", forward, { once: true });
-  const admission = startAdmission({
-    client,
-    registry,
-    settings,
-    logger,
-    memo,
-    memoOf: (uid: string) => orchestrator.memoOf(uid),
-    indices: orchestrator.indices,
-    signal: own.signal,
-  });
-  const ended = (why: string) => {
-    term.removeEventListener("abort", forward);
-    if (!term.aborted) stopped(`The webhook server is not running: ${why}`);
+  return {
+    name: "the webhook server",
+    group: "intake",
+    start: (term) => {
+      const own = new AbortController();
+      const forward = () => own.abort(term.reason);
+      if (term.aborted) forward();
+      else term.addEventListener("abort", forward, { once: true });
+      const admission = startAdmission({
+        client,
+        registry,
+        settings,
+        logger,
+        memo,
+        memoOf: (uid: string) => orchestrator.memoOf(uid),
+        indices: orchestrator.indices,
+        signal: own.signal,
+      });
+      const ended = () => term.removeEventListener("abort", forward);
+      admission.finished.then(ended, ended);
+      const ready = admission.ready.catch((error) => {
+        if (signal.aborted) return;
+        throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
+          cause: error,
+        });
+      });
+      return { ready, finished: admission.finished };
+    },
   };
-  admission.finished.then(() => ended("it exited"), (error) => ended(firstLine(error)));
-  return admission;
 }

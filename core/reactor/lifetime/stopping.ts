@@ -1,56 +1,48 @@
 /**
- * The stop sequence of one term of service: the stop signal aborts the watch streams and the
- * handlers' signals; workers get `settings.process.gracePeriod` seconds to finish their current
- * cycle; queued Events are posted; the webhook server cleans up its managed configurations.
+ * The stop order of one term of service, as named stop groups (`parts.ts` runs them).
+ *
+ * When the stop comes (the operator's stop, a lost Lease, a failing part, or a start that failed
+ * half-way), the webhook server, the workers, the Events poster and the shard coordinator hear
+ * it at once and stop together; then the stop waits for them group by group:
+ *
+ * 1. `workers`: the orchestration of watch streams and the reconcile controllers finish their
+ *    current cycles, for at most `settings.process.gracePeriod` seconds (then the stop goes on;
+ *    their handlers were told);
+ * 2. `reporting`: the Events poster posts what is queued;
+ * 3. `intake`: the webhook server stops, and its managed webhook configurations are cleaned up;
+ * 4. `coordination`: the shards' work stopped, their Leases are released;
+ * 5. `caches`: told only now: the informer cache's watches end after their readers;
+ * 6. `presence`: told only now (or at the operator's stop): the peering entries are removed
+ *    after the streams stopped.
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
-import type { AdmissionRun } from "../../engines/admission/admission.ts";
 import type { OperatorSettings } from "../../settings/settings.ts";
-import { sleep } from "../../util/backoff.ts";
+import type { StopGroup } from "./parts.ts";
 
-/** The running parts of one term, as the stop sequence waits for them. */
-export interface RunningTerm {
-  /** The term's stop signal: the operator's stop, or a lost Lease. */
-  readonly signal: AbortSignal;
-  /** The orchestration and the reconcile controllers; rejects if they fail. */
-  readonly running: Promise<void>;
-  /** The Events poster's run, which posts the queued Events after the signal. */
-  readonly posting: Promise<void>;
-  /** The webhook server, if any; `finished` rejects if it fails. */
-  readonly admission: AdmissionRun | undefined;
-  /** The operator's settings (`process.gracePeriod`, read when the stop comes). */
-  readonly settings: OperatorSettings;
-  /** Operator logger. */
-  readonly logger: Logger;
-  /** Stops the operator with an error (a failing orchestration or webhook server). */
-  readonly onFailure: (error: unknown) => void;
-}
+/** The stop groups of a term's parts. */
+export type TermGroup =
+  | "workers"
+  | "reporting"
+  | "intake"
+  | "coordination"
+  | "caches"
+  | "presence";
 
 /**
- * Waits until the term is asked to stop (or a running part fails), then stops it in order.
- * @param term The running parts, signal, settings and logger.
- * @returns Resolves when the workers finished (or the grace period ran out), the queued Events
- *   are posted, and the webhook server stopped.
- * @throws what the orchestration or the webhook server failed with.
+ * The stop groups of one term, in their stop order.
+ * @param settings The operator's settings (`process.gracePeriod`, read when the stop comes).
+ * @returns The groups, first to stop first.
  */
-export async function stopInOrder(term: RunningTerm): Promise<void> {
-  const { signal, running, admission } = term;
-  const stopped = new Promise<void>((resolve) => {
-    if (signal.aborted) resolve();
-    signal.addEventListener("abort", () => resolve(), { once: true });
-  });
-  // A failing orchestration (or webhook server) ends the operator too, after a stop.
-  await Promise.race([stopped, running, ...(admission ? [admission.finished] : [])])
-    .catch(term.onFailure);
-  term.logger.info("Stop requested; finishing the current cycles.");
-  // The grace period's timer is cleared once done: it would keep the process alive.
-  const graced = new AbortController();
-  await Promise.race([
-    running,
-    sleep(term.settings.process.gracePeriod * 1000, graced.signal).catch(() => {}),
-  ]).finally(() => graced.abort());
-  await term.posting;
-  await admission?.finished; // the managed webhook configurations are cleaned up by now
+export function termGroups(
+  settings: OperatorSettings,
+): readonly (StopGroup & { name: TermGroup })[] {
+  return [
+    { name: "workers", told: "at once", deadline: () => settings.process.gracePeriod * 1000 },
+    { name: "reporting", told: "at once" },
+    { name: "intake", told: "at once" },
+    { name: "coordination", told: "at once" },
+    { name: "caches", told: "in turn" },
+    { name: "presence", told: "in turn" },
+  ];
 }
