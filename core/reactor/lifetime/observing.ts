@@ -15,6 +15,7 @@ import type { ActivityHandler } from "../../intents/handlers.ts";
 import type { OperatorSettings } from "../../settings/settings.ts";
 import { mayTrace } from "../../util/tracing_presence.ts";
 import type { Orchestrator } from "../causes/orchestration.ts";
+import type { Part } from "./parts.ts";
 
 /** What the operator reports to. */
 export interface Observation {
@@ -150,6 +151,23 @@ export function serveEndpoints(deps: EndpointsDeps): Endpoints {
       await metricsServer?.finished;
       engine?.close();
     },
+  };
+}
+
+/**
+ * The liveness and metrics endpoints as a part (`parts.ts`): serving at once, finished when the
+ * servers have shut down after the part's stop signal and the engine is closed.
+ * @param deps URLs, engine, probe handlers and what is served now (the signal is the part's).
+ * @returns The part, in the `endpoints` stop group.
+ */
+export function endpointsPart(deps: Omit<EndpointsDeps, "signal">): Part {
+  return {
+    name: "the liveness and metrics endpoints",
+    group: "endpoints",
+    start: (signal) => ({
+      ready: Promise.resolve(),
+      finished: serveEndpoints({ ...deps, signal }).stopped(),
+    }),
   };
 }
 

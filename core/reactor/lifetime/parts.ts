@@ -66,10 +66,17 @@ export interface RunPartsOptions {
   readonly signal: AbortSignal;
   /** The stop groups, in their stop order. */
   readonly groups: readonly StopGroup[];
+  /**
+   * Until when the run serves after `starting` resolved: until the signal aborts or a part fails
+   * (`"stopped"`), or not at all (`"started"`: `starting` is the run's life itself, as the
+   * operator's terms are for the endpoints and the connection).
+   * @default "stopped"
+   */
+  readonly until?: "stopped" | "started";
   /** Told once when a part fails (its `finished` rejects) after all parts have started. */
-  readonly onFailure: (error: unknown) => void;
+  readonly onFailure?: (error: unknown) => void;
   /** Told why when a part stops on its own (resolves or rejects) while the run should go on. */
-  readonly onMissing: (why: string) => void;
+  readonly onMissing?: (why: string) => void;
   /** Told when the stop begins after a clean start (not after a failed start). */
   readonly onStopping?: () => void;
 }
@@ -106,7 +113,7 @@ export async function runParts(
     await run.stop().catch(() => {}); // the start's error is the one to tell
     throw error;
   }
-  await run.serve();
+  if (options.until !== "started") await run.serve();
   options.onStopping?.();
   await run.stop();
 }
@@ -137,7 +144,7 @@ class PartsRun implements PartsStarter {
     // A part that ends while the run should go on is named (the liveness endpoint reports it).
     const ended = (why: string) => {
       if (!this.signal.aborted) {
-        this.#options.onMissing(`${capitalized(part.name)} is not running: ${why}`);
+        this.#options.onMissing?.(`${capitalized(part.name)} is not running: ${why}`);
       }
     };
     started.finished.then(() => ended("it exited"), (error) => ended(firstLine(error)));
@@ -152,7 +159,7 @@ class PartsRun implements PartsStarter {
     });
     const never = new Promise<never>(() => {});
     await Promise.race([stopped, ...this.#started.map((s) => s.finished.then(() => never))])
-      .catch(this.#options.onFailure);
+      .catch((error) => this.#options.onFailure?.(error));
   }
 
   /**
@@ -186,19 +193,27 @@ function capitalized(name: string): string {
 
 /**
  * A part that is a resource to dispose of when its stop comes (e.g. a cache started by its
- * readers): ready at once, finished when disposed.
+ * readers, or a client's connection pool): ready at once, finished when disposed.
  * @param name What it is.
  * @param group Its stop group.
  * @param resource What to dispose of.
  * @returns The part.
  */
-export function disposedPart(name: string, group: string, resource: AsyncDisposable): Part {
+export function disposedPart(
+  name: string,
+  group: string,
+  resource: AsyncDisposable | Disposable,
+): Part {
   return {
     name,
     group,
     start: (signal) => ({
       ready: Promise.resolve(),
-      finished: aborted(signal).then(() => resource[Symbol.asyncDispose]()),
+      finished: aborted(signal).then(() =>
+        Symbol.asyncDispose in resource
+          ? resource[Symbol.asyncDispose]()
+          : resource[Symbol.dispose]()
+      ),
     }),
   };
 }

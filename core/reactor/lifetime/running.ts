@@ -4,7 +4,9 @@
  *
  * Stop sequence: the stop signal aborts the watch streams and the handlers' signals; workers get
  * `settings.process.gracePeriod` seconds to finish their current cycle; queued Events are posted;
- * then `operator()` resolves.
+ * the term's other parts stop by their groups (`stopping.ts`); then the operator's own parts stop
+ * (`parts.ts`): the liveness and metrics endpoints, then the connection; the cleanup handlers
+ * run; then `operator()` resolves.
  *
  * The parts live beside: connecting and logging in (`connecting.ts`), metrics, tracing and the
  * liveness endpoint (`observing.ts`), leader election and sharding (`coordinating.ts`), one term
@@ -29,7 +31,8 @@ import { activityIndices } from "./activity_indices.ts";
 import { checkConnection, connect } from "./connecting.ts";
 import { serveTerms, startCoordination } from "./coordinating.ts";
 import { firstLine, OperatorStartError } from "./errors.ts";
-import { serveEndpoints, startObservation } from "./observing.ts";
+import { endpointsPart, startObservation } from "./observing.ts";
+import { disposedPart, runParts, type StopGroup } from "./parts.ts";
 import type { OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { serveTerm, type ServingDeps } from "./serving.ts";
 import { watchSelectors } from "../streams/watch_selectors.ts";
@@ -51,6 +54,16 @@ const NAMESPACE_RESOURCE = {
   subresources: [],
   preferred: true,
 };
+
+/**
+ * The stop groups of the operator's own parts, in their stop order, once its terms are over:
+ * the liveness and metrics endpoints (they serve standbys and a stopping operator too), then the
+ * connection (its pooled connections closed; the cleanup handlers run after it).
+ */
+const OPERATOR_GROUPS: readonly StopGroup[] = [
+  { name: "endpoints", told: "in turn" },
+  { name: "connection", told: "in turn" },
+];
 
 /** Options of {@link operator}. */
 export interface OperatorOptions {
@@ -203,21 +216,23 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
     } catch (error) {
       throw new OperatorStartError((error as Error).message, { cause: error });
     }
-    const client = options.client ??
-      await connect(options, settings, registry, memo, logger, signal, (error) => {
-        if (loginFailure.signal.aborted) return;
-        fatal = firstLine(error);
-        logger.error(error.message);
-        loginFailure.abort(error);
-      }, indices);
-    const ownClient = !options.client;
-    scope.connection = client.http.connection;
-    const observation = await startObservation(settings, options.metricsEngine, client);
-    const { observer } = observation;
-    const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
-    poster.observer = observer;
-    listeners.push(poster.listener);
-    try {
+    // The terms are the operator's life: when they are over, whatever ended them (the
+    // operator's stop, or a term that fails to start), the endpoints stop, then the connection.
+    await runParts({ signal, groups: OPERATOR_GROUPS, until: "started" }, async (parts) => {
+      const client = options.client ??
+        await connect(options, settings, registry, memo, logger, signal, (error) => {
+          if (loginFailure.signal.aborted) return;
+          fatal = firstLine(error);
+          logger.error(error.message);
+          loginFailure.abort(error);
+        }, indices);
+      if (!options.client) await parts.start(disposedPart("the connection", "connection", client));
+      scope.connection = client.http.connection;
+      const observation = await startObservation(settings, options.metricsEngine, client);
+      const { observer } = observation;
+      const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
+      poster.observer = observer;
+      listeners.push(poster.listener);
       await checkConnection(client, signal);
       const { sharding, leader } = await startCoordination(client, settings, logger, signal);
       // The liveness endpoint and the metrics serve standbys too: they read the current term.
@@ -243,12 +258,8 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
         onServing: (orchestrator) => current = orchestrator,
         onProblems: (problems) => termProblems = problems,
       };
-      // The endpoints live as long as the terms, whatever ends them: the operator's stop, or a
-      // term that fails to start (else the liveness endpoint outlives the failure, answering
-      // 200 and keeping the process alive). While a fatal error stops the operator, they stay
-      // up and answer 503 with the reason.
-      const endpointsStop = new AbortController();
-      const endpoints = serveEndpoints({
+      // While a fatal error stops the operator, the endpoints stay up and answer 503 with it.
+      await parts.start(endpointsPart({
         observation,
         liveness: options.liveness,
         probes: registry.activities("probe"),
@@ -257,7 +268,6 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
         logger,
         indices,
         client,
-        signal: endpointsStop.signal,
         current: () => current,
         pause: () => currentPause,
         problems: () => {
@@ -268,23 +278,16 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
           ].filter(Boolean);
           return problems.length ? problems.join("; ") : undefined;
         },
-      });
-      try {
-        await serveTerms(
-          leader,
-          settings,
-          observer,
-          signal,
-          (s, halt) => serveTerm(serving, s, halt),
-        );
-      } finally {
-        endpointsStop.abort();
-        await endpoints.stopped();
-      }
+      }));
+      await serveTerms(
+        leader,
+        settings,
+        observer,
+        signal,
+        (s, halt) => serveTerm(serving, s, halt),
+      );
       if (loginFailure.signal.aborted) throw loginFailure.signal.reason;
-    } finally {
-      if (ownClient) client[Symbol.dispose]();
-    }
+    });
   } finally {
     // Cleanup handlers run on every exit path, with a fresh signal: the operator's is aborted.
     const cleanup = registry.activities("cleanup");

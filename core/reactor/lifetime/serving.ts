@@ -5,8 +5,7 @@
  * A term is a list of parts (`parts.ts`), started in order: peering, the Events poster, the
  * shared informer cache (for reconcile handlers), the shard coordinator, the webhook server, and
  * the orchestration of watch streams with the reconcile controllers. They stop by named groups
- * in the order of `stopping.ts` (workers, reporting, intake, coordination, caches, presence), so
- * the peers are left last.
+ * in the order of `stopping.ts` (workers, reporting, intake, coordination, caches, presence).
  * @module
  */
 

@@ -12,8 +12,9 @@
  * 3. `intake`: the webhook server stops, and its managed webhook configurations are cleaned up;
  * 4. `coordination`: the shards' work stopped, their Leases are released;
  * 5. `caches`: told only now: the informer cache's watches end after their readers;
- * 6. `presence`: told only now (or at the operator's stop): the peering entries are removed
- *    after the streams stopped.
+ * 6. `presence`: peering, waited for last. It hears the operator's stop (or a lost Lease) at
+ *    once, as it always has, and removes its entries while the workers finish; after a start
+ *    that failed half-way, it is told only now.
  * @module
  */
 
