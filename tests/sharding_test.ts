@@ -833,6 +833,10 @@ Deno.test(
     } finally {
       for (const op of ops) await op.stop();
     }
+    // Its directory (the kubeconfig with the token) goes when it stops: nothing left in /tmp.
+    const dir = emulator.kubeconfigPath.replace(/\/kubeconfig$/, "");
+    await emulator.stop();
+    await assert.rejects(Deno.stat(dir), Deno.errors.NotFound, `${dir} is left behind`);
   },
 );
 

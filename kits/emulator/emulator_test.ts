@@ -327,3 +327,35 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "stop() removes the emulator's directory (its kubeconfig holds the token), even with a watch open",
+  opts,
+  async () => {
+    const emulator = await Emulator.start();
+    const dir = emulator.kubeconfigPath.replace(/\/kubeconfig$/, "");
+    assert.ok((await Deno.stat(emulator.kubeconfigPath)).isFile);
+    const client = Deno.createHttpClient({ caCerts: [emulator.caPem] });
+    try {
+      const watch = await fetch(`${emulator.server}${CMS}?watch=true`, {
+        client,
+        headers: { authorization: `Bearer ${emulator.token}` },
+      } as RequestInit);
+      assert.equal(watch.status, 200);
+      // Not read, not cancelled: a client that still holds its watch when the emulator stops.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopped = await Promise.race([
+        emulator.stop().then(() => true),
+        new Promise<false>((r) => timer = setTimeout(() => r(false), 15_000)),
+      ]);
+      clearTimeout(timer);
+      assert.ok(stopped, "stop() did not finish with a watch open");
+      await assert.rejects(Deno.stat(dir), Deno.errors.NotFound, `${dir} is left behind`);
+      await emulator.stop(); // twice is fine
+      await watch.body?.cancel().catch(() => {});
+    } finally {
+      client.close();
+      await emulator.stop();
+    }
+  },
+);
