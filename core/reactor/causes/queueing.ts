@@ -109,6 +109,19 @@ class ObjectWorker {
     this.#wake?.();
   }
 
+  /**
+   * A wake-up (a daemon or timer exited) is due: folded into the worker's next iteration, which
+   * takes the body known then — after the cycle running now, if any — not a body chosen now.
+   */
+  woken = false;
+
+  /** Asks for a wake-up (see {@link woken}). */
+  wake(): void {
+    if (this.queue.deps.observer) this.pendingSince ??= performance.now();
+    this.woken = true;
+    this.#wake?.();
+  }
+
   /** Ends a wait at once (the queue calls it for all workers when the operator stops). */
   interrupt(): void {
     this.#wake?.();
@@ -122,7 +135,7 @@ class ObjectWorker {
    * @returns Whether an event came.
    */
   async #waitForEvent(seconds: number | undefined): Promise<boolean> {
-    if (this.pending) return true;
+    if (this.pending || this.woken) return true;
     if (this.queue.deps.signal.aborted) return false;
     await new Promise<void>((resolve) => {
       if (seconds === undefined) {
@@ -138,7 +151,7 @@ class ObjectWorker {
     });
     this.#wake = undefined;
     this.queue.busy(this);
-    return Boolean(this.pending);
+    return Boolean(this.pending) || this.woken;
   }
 
   /**
@@ -188,7 +201,7 @@ class ObjectWorker {
       }
       // Kopf's batching: an event from outside (an object's first one too, unless a cycle is
       // retried after an error) waits until no newer one came for the window.
-      if (deps.settings.kopfBatching && !this.pending?.internal && errors === 0) {
+      if (deps.settings.kopfBatching && !this.pending?.internal && !this.woken && errors === 0) {
         await this.#batch(deps.settings.batchWindow || KOPF_BATCH_WINDOW);
         if (deps.signal.aborted) break;
       }
@@ -202,8 +215,21 @@ class ObjectWorker {
           }
         }
       }
-      const event = this.pending!;
+      if (this.woken) {
+        // A wake-up re-processes the body the object has now, after the previous cycle (its
+        // write included) — unless a newer event waits, which is processed instead.
+        this.woken = false;
+        const body = current?.body ?? this.memory.latest;
+        if (body && (!this.pending || isStale(this.pending, processedVersion))) {
+          this.pending = { type: "MODIFIED", body, forced: true, internal: true };
+        }
+      }
+      const event = this.pending;
       this.pending = undefined;
+      if (!event) {
+        deps.gate?.leave();
+        continue;
+      }
       if (this.pendingSince !== undefined) {
         deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
         this.pendingSince = undefined;
@@ -252,7 +278,8 @@ class ObjectWorker {
       const wrote = result.body !== undefined &&
         result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
       current = result.body ? { type: "MODIFIED", body: result.body, internal: true } : event;
-      // Kept only for wake-ups by daemons and timers; other objects need no body in memory.
+      // Kept only for wake-ups by daemons and timers while no worker runs (a running worker
+      // wakes up with its own latest body); other objects need no body in memory.
       if (this.memory.spawner) this.memory.latest = current.body;
       processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
       this.#processed = processedVersion;
@@ -385,24 +412,39 @@ export class ObjectQueue {
     started.done.finally(() => {
       if (this.#workers.get(key) === started) this.#workers.delete(key);
       if (started.gone || started.pending?.type === "DELETED") this.#memories.delete(key);
-      else if (!started.pending && this.deps.forgettable?.(memory)) this.#memories.delete(key);
+      else if (!started.pending && !started.woken && this.deps.forgettable?.(memory)) {
+        this.#memories.delete(key);
+      }
       if (started.pending && !this.deps.signal.aborted) {
         // An event arrived as the worker was exiting: start a new one for it.
         const again = started.pending;
         started.pending = undefined;
         this.push(again);
+      } else if (started.woken && !started.gone) {
+        // A wake-up came as the worker was exiting: its last cycle's body is the latest.
+        started.woken = false;
+        this.wake(key);
       }
     });
   }
 
   /**
-   * Re-processes a remembered object soon with its latest body (see {@link ObjectMemory.wake}).
+   * Re-processes a remembered object soon with its latest body (see {@link ObjectMemory.wake}):
+   * while its worker runs, in the worker's next iteration, with the body the cycle running now
+   * ends with (never a body taken before that cycle's write); else with the body its last cycle
+   * ended with.
    * @param key The object's key.
    */
   wake(key: string): void {
+    if (this.deps.signal.aborted) return;
+    const worker = this.#workers.get(key);
+    if (worker) {
+      worker.wake();
+      return;
+    }
     const memory = this.#memories.get(key);
     const body = memory?.latest;
-    if (!memory || !body || this.deps.signal.aborted) return;
+    if (!memory || !body) return;
     this.push({ type: "MODIFIED", body, forced: true, internal: true });
   }
 
@@ -433,7 +475,7 @@ export class ObjectQueue {
   /** Number of objects whose event waits for their worker (a burst counts once). */
   get waiting(): number {
     let n = 0;
-    for (const worker of this.#workers.values()) if (worker.pending) n++;
+    for (const worker of this.#workers.values()) if (worker.pending || worker.woken) n++;
     return n;
   }
 

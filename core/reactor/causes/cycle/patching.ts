@@ -31,8 +31,12 @@ export type PatchingDeps = Pick<
 /**
  * Writes the cycle's patch, if anything is in it.
  *
- * One `async` level, as the per-object queue's timing was measured with: a daemon's exit wakes
- * the object up with its latest body only after the cycle that stopped the daemon returned.
+ * What it returns is the body the object's next cycle starts from. A daemon or timer may exit
+ * at any point of the cycle that stopped it, even while this write is in flight: its wake-up
+ * (`ObjectMemory.wake`) is folded into the object's worker and re-processes the body the cycle
+ * ends with — the stored object after this write (or the event's body when nothing was
+ * written), or a newer event's if one arrived meanwhile — never a body from before the write,
+ * however many await ticks the cycle takes (see `ObjectQueue.wake` in `../queueing.ts`).
  * @param deps The API, the resource and what tells whether the written object needs a look.
  * @param cycle The cycle.
  * @param end When the next cycle is due.
@@ -110,8 +114,7 @@ function refusedWrite(
  * Tries again the write that was refused in an earlier cycle, against the latest body; a
  * deletion drops it (there is nothing left to write to).
  *
- * Not `async` itself: without a kept write the cycle goes on with no extra tick (see
- * {@link finishCycle} on timing).
+ * Not `async` itself: without a kept write the cycle goes on with no extra tick.
  * @param deps The API, the resource, the settings (error delays) and the logger.
  * @param memory What is remembered about the object, with the refused write if any.
  * @param event The event being processed.

@@ -28,7 +28,10 @@ export interface ObjectMemory {
   spawner?: Spawner | undefined;
   /** The essence seen in the previous cycle (to tell timers about essential changes). */
   lastEssence?: string | undefined;
-  /** Re-processes the object soon with its latest body (e.g. when a daemon exited). */
+  /**
+   * Re-processes the object soon with its latest body (e.g. when a daemon exited): while a cycle
+   * runs, the body that cycle ends with (after its write), never one from before it.
+   */
   wake(): void;
   /** The latest known body (kept by the queue). */
   latest?: KubeObject | undefined;
