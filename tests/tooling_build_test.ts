@@ -132,7 +132,10 @@ Deno.test(
 
     // The Dockerfile makes its binary with kopf build, and runs it as the entrypoint.
     const dockerfile = await Deno.readTextFile(`${ROOT}/Dockerfile`);
-    assert.match(dockerfile, /deno run -A cli\.ts build "\$\{HANDLERS\}" --output \/out\/kopf/);
+    assert.match(
+      dockerfile,
+      /tools\/deno\.sh run -A cli\.ts build "\$\{HANDLERS\}" --output \/out\/kopf/,
+    );
     assert.match(dockerfile, /ENTRYPOINT \["\/usr\/local\/bin\/kopf"\]/);
     const plan = planBuild({ handlers: ["h.ts"], cwd: "/src", output: "/out/kopf" });
     assert.deepEqual(plan.args, [
