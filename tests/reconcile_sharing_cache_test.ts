@@ -179,12 +179,23 @@ Deno.test(
   async () => {
     using client = await testClient();
     await applyCrds(client, "crds/example.yaml");
-    const first = await testNamespace("sharepat");
-    const second = await testNamespace("sharepat");
+    // A prefix of this run only: the pattern must match these two namespaces and no other
+    // (earlier runs on a shared plane leave `sharepat-…` namespaces behind, some Terminating).
+    const run = `sharepat${crypto.randomUUID().slice(0, 6)}`;
+    const first = await testNamespace(run);
+    const second = await testNamespace(run);
     const other = await testNamespace("shareother");
     const prefix = first.slice(0, first.lastIndexOf("-"));
     const seen = fresh();
-    await using op = await startOperator(setup(seen), { namespaces: [`${prefix}-*`] });
+    // One list request whatever the plane holds: the cluster-wide list is not paged here
+    // (chunkSize null), since other tests' objects of this resource may fill many pages.
+    await using op = await startOperator(setup(seen), {
+      namespaces: [`${prefix}-*`],
+      settings: createSettings({
+        posting: { aggregationWindow: 0.2 },
+        watching: { chunkSize: null },
+      }),
+    });
     await op.ready;
     await client.api.create(KOPFEXAMPLES, example("outside"), { namespace: other });
     await exercise(client, first, seen);
