@@ -134,3 +134,23 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "demo: SIGTERM while it is still starting (the operator just spawned) stops it all the same: exit 0, nothing left",
+  opts,
+  async () => {
+    const tmp = await Deno.makeTempDir({ prefix: "kopf-demo-test-" });
+    try {
+      const demo = startDemo([], tmp);
+      await demo.until("Running: kopf run");
+      demo.child.kill("SIGTERM");
+      const { code } = await demo.status;
+      assert.deepEqual(await strays(tmp), [], "no process is left running (the operator)");
+      assert.equal(code, 0, demo.output());
+      assert.deepEqual(await leftovers(tmp), [], "the embedded API's directory is removed");
+    } finally {
+      await strays(tmp);
+      await Deno.remove(tmp, { recursive: true });
+    }
+  },
+);

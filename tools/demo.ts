@@ -40,8 +40,29 @@ async function reachable(): Promise<KubeClient | undefined> {
 
 let plane: ControlPlane | undefined;
 let emulator: Emulator | undefined;
+/** The operator, once spawned. */
+const started: { operator?: Deno.ChildProcess } = {};
+let client: KubeClient | undefined;
+
+/** Stops what the demonstration started (the operator, the API it made) and exits. */
+async function stop(code: number): Promise<never> {
+  try {
+    started.operator?.kill("SIGTERM");
+  } catch { /* gone */ }
+  await started.operator?.status;
+  client?.[Symbol.dispose]();
+  await plane?.stop();
+  await emulator?.stop();
+  Deno.exit(code);
+}
+
+// From the start: Ctrl-C while the API or the operator is starting stops them as well, and the
+// embedded API's kubeconfig (with its token) is never left behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => void stop(0));
+}
 let kubeconfig = Deno.env.get("KUBECONFIG") ?? `${Deno.env.get("HOME")}/.kube/config`;
-let client = await reachable();
+client = await reachable();
 if (client) {
   say(`Using the cluster at ${client.http.connection.server}`);
 } else if (!Deno.args.includes("--control-plane")) {
@@ -85,7 +106,7 @@ for (let i = 0; i < 100; i++) {
 }
 
 say("Running: kopf run examples/01-minimal/example.ts --verbose -n default");
-const operator = new Deno.Command(Deno.execPath(), {
+const running = new Deno.Command(Deno.execPath(), {
   args: [
     "run",
     "-A",
@@ -100,6 +121,7 @@ const operator = new Deno.Command(Deno.execPath(), {
   stdout: "inherit",
   stderr: "inherit",
 }).spawn();
+started.operator = running;
 await new Promise((r) => setTimeout(r, 2000));
 
 say("Creating examples/obj.yaml (a KopfExample named kopf-example-1)");
@@ -139,16 +161,6 @@ if (!events.items.length) {
   );
 }
 
-const stop = async (code: number) => {
-  try {
-    operator.kill("SIGTERM");
-  } catch { /* gone */ }
-  await operator.status;
-  client?.[Symbol.dispose]();
-  await plane?.stop();
-  await emulator?.stop();
-  Deno.exit(code);
-};
 if (!handled) {
   console.error("error: the object was not handled within 20 s");
   await stop(1);
@@ -160,10 +172,7 @@ console.log("  kubectl get kopfexamples");
 console.log("  kubectl describe kopfexample kopf-example-1");
 console.log("  kubectl apply -f examples/obj.yaml   # edit the spec to see updates");
 console.log("Press Ctrl-C to stop.");
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  Deno.addSignalListener(signal, () => void stop(0));
-}
 // The operator may also end on its own (or by a signal sent to the whole process group): the
 // embedded API and its kubeconfig (with its token) go with it.
-const { code } = await operator.status;
+const { code } = await running.status;
 await stop(code);
