@@ -248,7 +248,12 @@ async function runChildren(
         withDefaultBackoff(handler, context.settings.execution?.defaultBackoff),
         progress,
         (signal) =>
-          invokeChanging(handler, { ...inputs, parts: { ...parts, signal }, progress }, nested),
+          invokeChanging(
+            handler,
+            // As in Kopf, a sub-handler's param is its own (undefined without one).
+            { ...inputs, parts: { ...parts, signal, param: handler.param }, progress },
+            nested,
+          ),
         undefined,
         parentSignal,
       ),

@@ -174,3 +174,20 @@ Deno.test("handlerContext(): the fields given to win over the indices do, and an
   scopeStop.abort();
   assert.equal(ctx.signal.aborted, true);
 });
+
+Deno.test("a sub-handler's ctx.param is its own (Kopf: param= of the sub-handler, None without), not its parent's (HK-SUB-09)", async () => {
+  const params: Record<string, unknown> = {};
+  const parent = changingHandler("parent", "create", (ctx) => {
+    params.parent = ctx.param;
+    const subhandler = ctx.subhandler as (fn: (c: { param: unknown }) => void, o: object) => void;
+    subhandler((c) => void (params.own = c.param), { id: "own", param: "child" });
+    subhandler((c) => void (params.none = c.param), { id: "none" });
+  });
+  const fixture = cycleFixture({ changing: [{ ...parent, param: "p" }] });
+  const memory = memoryOf();
+  let body = fixture.api.put(objectOf());
+  for (let i = 0; i < 3; i++) {
+    body = (await processEvent(fixture.deps, memory, { type: "ADDED", body })).body ?? body;
+  }
+  assert.deepEqual(params, { parent: "p", own: "child", none: undefined });
+});
