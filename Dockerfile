@@ -6,7 +6,7 @@
 # `kopf build` compiles the framework and the handler file into one binary (`deno compile
 # --include`; the file is loaded by the same dynamic import as `deno run -A cli.ts run FILE`); the
 # binary is `kopf run` with that file and the V8 flags it runs best with (a smaller young
-# generation, V8's mid tier as its top tier: core/cli/generate/runtime_flags.ts, RUNTIME_V8_FLAGS). In a cluster the Pod's service account is used
+# generation, no optimising compiler: core/cli/generate/runtime_flags.ts, RUNTIME_V8_FLAGS). In a cluster the Pod's service account is used
 # (in-cluster configuration): give it RBAC to list/watch/patch the served resources (and their
 # /status when they have one) and to create core/v1 events (`kopf generate rbac` writes it).
 # Container arguments are `kopf run` options, e.g. `-n my-namespace --liveness …`.

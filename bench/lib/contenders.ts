@@ -5,7 +5,6 @@
  */
 import type { CrdVariant } from "./config.ts";
 import { processTree } from "./procs.ts";
-import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "../../core/cli/generate/runtime_flags.ts";
 
 export const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -64,11 +63,11 @@ export const PEER_USER_AGENTS = {
  * an annotation, and (`-status`) in status (`BENCH_PERSISTENCE=status`).
  */
 export function contenders(venv: string | undefined, peers: Peers = {}): Contender[] {
+  // As a user starts it: the `kopf` command (tools/kopf), which runs `kopf run` with the flags
+  // that `kopf build` and `kopf build --image` bake in (RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS).
   const kopfTs = (ns: string) => [
-    `${ROOT}/tools/deno.sh`,
-    // The flags that `kopf build` bakes into the operator's binary (and the Dockerfile's).
-    ...["run", "-A", ...RUNTIME_DENO_FLAGS, `--v8-flags=${RUNTIME_V8_FLAGS.join(",")}`],
-    ...["cli.ts", "run", "bench/handlers/kopf_ts.ts"],
+    `${ROOT}/tools/kopf`,
+    ...["run", "bench/handlers/kopf_ts.ts"],
     ...["-n", ns, "--standalone", "-q"],
   ];
   const list: Contender[] = [{

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { readTar, type TarEntry, writeTar } from "./_tar.ts";
 import { buildImage } from "./image.ts";
 import { qualifiedImageName } from "./oci.ts";
+import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
 
 const gunzip = async (data: Uint8Array): Promise<Uint8Array> =>
   new Uint8Array(
@@ -113,6 +114,10 @@ Deno.test({
       const entrypoint: string[] = config.config.Entrypoint;
       assert.deepEqual(entrypoint.slice(0, 3), ["/usr/local/bin/deno", "run", "-A"]);
       assert.ok(entrypoint.includes("--cached-only"), entrypoint.join(" "));
+      // The operator runs with the flags of `kopf build` and `kopf run` (docs/performance.md).
+      for (const flag of [...RUNTIME_DENO_FLAGS, `--v8-flags=${RUNTIME_V8_FLAGS.join(",")}`]) {
+        assert.ok(entrypoint.includes(flag), `${flag} in ${entrypoint.join(" ")}`);
+      }
       assert.equal(entrypoint.at(-1), "/app/.kopf/build/image_main.ts");
       assert.equal(manifest.layers.length, 3);
 
