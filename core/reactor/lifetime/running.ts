@@ -20,19 +20,20 @@ import type { KubeClient } from "../../client/client.ts";
 import { OperatorScope, withOperatorScope } from "../../client/current.ts";
 import { runActivity } from "../../engines/runners/activities.ts";
 import type { MetricsEngine } from "../../engines/observability/metrics.ts";
+import type { OperatorObserver } from "../../engines/observability/observers.ts";
 import type { OperatorPause } from "../../engines/coordination/peering.ts";
 import { EventPoster } from "../../engines/observability/posting.ts";
 import type { Activity } from "../../intents/handlers.ts";
-import type { Memo } from "../../intents/contexts.ts";
+import type { IndexView, Memo } from "../../intents/contexts.ts";
 import { getDefaultRegistry, type OperatorRegistry } from "../../intents/registries.ts";
 import { createSettings, type OperatorSettings } from "../../settings/settings.ts";
 import type { NamespacePattern } from "../../structs/namespaces.ts";
 import { activityIndices } from "./activity_indices.ts";
 import { checkConnection, connect } from "./connecting.ts";
-import { serveTerms, startCoordination } from "./coordinating.ts";
+import { serveTerms, type Sharding, startCoordination } from "./coordinating.ts";
 import { firstLine, OperatorStartError } from "./errors.ts";
-import { endpointsPart, startObservation } from "./observing.ts";
-import { disposedPart, runParts, type StopGroup } from "./parts.ts";
+import { endpointsPart, type Observation, startObservation } from "./observing.ts";
+import { disposedPart, type Part, type PartsStarter, runParts, type StopGroup } from "./parts.ts";
 import type { OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { serveTerm, type ServingDeps } from "./serving.ts";
 import { watchSelectors } from "../streams/watch_selectors.ts";
@@ -151,48 +152,116 @@ export function operator(options: OperatorOptions = {}): Promise<void> {
   return withOperatorScope(scope, () => runOperator(options, scope));
 }
 
+/**
+ * Runs the operator, step by step: its startup handlers and checks, then its terms of service
+ * (`serveOperator`), and whatever ends them, its cleanup handlers.
+ */
 async function runOperator(options: OperatorOptions, scope: OperatorScope): Promise<void> {
+  const run = prepareRun(options);
+  applyPeeringOptions(run);
+  // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
+  try {
+    await runActivities(run, "startup", run.signal);
+    checkStartup(run);
+    // The terms are the operator's life: when they are over, whatever ended them (the
+    // operator's stop, or a term that fails to start), the endpoints stop, then the connection.
+    await runParts(
+      { signal: run.signal, groups: OPERATOR_GROUPS, until: "started" },
+      (parts) => serveOperator(run, scope, parts),
+    );
+  } finally {
+    await cleanup(run);
+  }
+}
+
+/**
+ * The operator's life after its startup handlers: connect, start reporting, check the cluster is
+ * reachable, start the coordination and the endpoints, then serve the terms until they are over.
+ */
+async function serveOperator(
+  run: OperatorRun,
+  scope: OperatorScope,
+  parts: PartsStarter,
+): Promise<void> {
+  const { settings, logger, signal } = run;
+  const client = await connectClient(run, parts);
+  scope.connection = client.http.connection;
+  const observation = await startObservation(settings, run.options.metricsEngine, client);
+  const poster = startPoster(run, client, observation.observer);
+  await checkConnection(client, signal);
+  const { sharding, leader } = await startCoordination(client, settings, logger, signal);
+  // While a fatal error stops the operator, the endpoints stay up and answer 503 with it.
+  await parts.start(operatorEndpoints(run, observation, client));
+  const serving = servingDeps(run, client, poster, observation.observer, sharding);
+  await serveTerms(
+    leader,
+    settings,
+    observation.observer,
+    signal,
+    (s, halt) => serveTerm(serving, s, halt),
+  );
+  if (run.failure.signal.aborted) throw run.failure.signal.reason;
+}
+
+/** One run of the operator: what its steps share, and what they learn as it goes. */
+interface OperatorRun {
+  readonly options: OperatorOptions;
+  readonly namespaces: readonly NamespacePattern[];
+  readonly clusterwide: boolean;
+  readonly settings: OperatorSettings;
+  readonly registry: OperatorRegistry;
+  readonly memo: Memo;
+  /** The operator's log listeners (the Events poster's is added once it runs). */
+  readonly listeners: LogListener[];
+  readonly logger: Logger;
+  /** Running out of credentials or a fatal error: stops the operator, then fails it. */
+  readonly failure: AbortController;
+  /** The operator's stop: the given signal or `failure`. */
+  readonly signal: AbortSignal;
+  readonly indices: Record<string, IndexView>;
+  /** Why the operator stops after a fatal error: the liveness endpoint answers 503 with it. */
+  fatal: string | undefined;
+  /** What of the current term's parts does not run (e.g. a webhook server that stopped). */
+  termProblems: (() => string | undefined) | undefined;
+  /** The serving orchestrator, once there is one (the liveness endpoint serves standbys too). */
+  current: Orchestrator | undefined;
+  /** The current term's pause (the liveness endpoint and the metrics serve standbys too). */
+  pause: OperatorPause | undefined;
+}
+
+/** The run's shared parts, from the options and their defaults; nothing started yet. */
+function prepareRun(options: OperatorOptions): OperatorRun {
   const namespaces = servedNamespaces(options);
   const settings = options.settings ?? createSettings();
   // Running out of credentials stops the operator as a stop request would, then fails it.
-  const loginFailure = new AbortController();
+  const failure = new AbortController();
   const signal = options.signal
-    ? AbortSignal.any([options.signal, loginFailure.signal])
-    : loginFailure.signal;
+    ? AbortSignal.any([options.signal, failure.signal])
+    : failure.signal;
   const registry = options.registry ?? getDefaultRegistry();
-  const memo = options.memo ?? {};
   const listeners: LogListener[] = [...(options.listeners ?? [])];
-  const logger = new Logger(["kopf", "operator"], { listeners });
-  // A watch stream or the webhook server failing on its own stops the operator as running out
-  // of credentials does: as a stop request would, then it fails with the error (rather than
-  // going on without them).
-  // Why the operator stops after a fatal error: the liveness endpoint answers 503 with it
-  // while the operator stops.
-  let fatal: string | undefined;
-  const fail = (error: unknown) => {
-    if (signal.aborted) return;
-    fatal = firstLine(error);
-    logger.error(`The operator stops after a fatal error: ${fatal}`);
-    loginFailure.abort(error);
+  const run: OperatorRun = {
+    options,
+    namespaces,
+    clusterwide: options.clusterwide ?? !namespaces.length,
+    settings,
+    registry,
+    memo: options.memo ?? {},
+    listeners,
+    logger: new Logger(["kopf", "operator"], { listeners }),
+    failure,
+    signal,
+    indices: activityIndices(registry.indexIds(), () => run.current),
+    fatal: undefined,
+    termProblems: undefined,
+    current: undefined,
+    pause: undefined,
   };
-  // What of the current term's parts does not run (e.g. a webhook server that stopped).
-  let termProblems: (() => string | undefined) | undefined;
-  // The serving orchestrator, once there is one (the liveness endpoint serves standbys too).
-  let current: Orchestrator | undefined;
-  const indices = activityIndices(registry.indexIds(), () => current);
-  const activity = (name: Activity) =>
-    runActivity({
-      handlers: registry.activities(name),
-      activity: name,
-      memo,
-      settings,
-      logger,
-      signal,
-      indices,
-    });
+  return run;
+}
 
-  // Peering options as in Kopf: applied before the startup handlers, which may override them.
-  const clusterwide = options.clusterwide ?? !namespaces.length;
+/** Peering options as in Kopf: applied before the startup handlers, which may override them. */
+function applyPeeringOptions({ options, settings, clusterwide }: OperatorRun): void {
   if (clusterwide) settings.peering.clusterwide = true;
   if (options.standalone !== undefined) settings.peering.standalone = options.standalone;
   if (options.priority !== undefined) settings.peering.priority = options.priority;
@@ -201,109 +270,139 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
     settings.peering.mandatory = true;
   }
   if (options.metrics !== undefined) settings.metrics.endpoint = options.metrics;
+}
 
-  // Nothing talks to the cluster before the startup handlers succeed (they may change settings).
+/** Runs the handlers of an activity (startup, cleanup) with the operator's memo and indices. */
+function runActivities(
+  run: OperatorRun,
+  activity: Activity,
+  signal: AbortSignal,
+): Promise<Map<string, unknown>> {
+  const { registry, memo, settings, logger, indices } = run;
+  const handlers = registry.activities(activity);
+  return runActivity({ handlers, activity, memo, settings, logger, signal, indices });
+}
+
+/** What the startup handlers left must be usable before anything talks to the cluster. */
+function checkStartup({ registry, settings }: OperatorRun): void {
+  if (registry.webhooks().length && !settings.admission.server) {
+    throw new OperatorStartError(
+      "Admission handlers (on.validate/on.mutate) exist, but no webhook server is configured: " +
+        "set settings.admission.server in a startup handler, e.g. new WebhookServer({ port: 9443 })",
+    );
+  }
   try {
-    await activity("startup");
-    if (registry.webhooks().length && !settings.admission.server) {
-      throw new OperatorStartError(
-        "Admission handlers (on.validate/on.mutate) exist, but no webhook server is configured: " +
-          "set settings.admission.server in a startup handler, e.g. new WebhookServer({ port: 9443 })",
-      );
-    }
-    try {
-      watchSelectors(settings.watching, NAMESPACE_RESOURCE); // the keys, before any stream opens
-    } catch (error) {
-      throw new OperatorStartError((error as Error).message, { cause: error });
-    }
-    // The terms are the operator's life: when they are over, whatever ended them (the
-    // operator's stop, or a term that fails to start), the endpoints stop, then the connection.
-    await runParts({ signal, groups: OPERATOR_GROUPS, until: "started" }, async (parts) => {
-      const client = options.client ??
-        await connect(options, settings, registry, memo, logger, signal, (error) => {
-          if (loginFailure.signal.aborted) return;
-          fatal = firstLine(error);
-          logger.error(error.message);
-          loginFailure.abort(error);
-        }, indices);
-      if (!options.client) await parts.start(disposedPart("the connection", "connection", client));
-      scope.connection = client.http.connection;
-      const observation = await startObservation(settings, options.metricsEngine, client);
-      const { observer } = observation;
-      const poster = new EventPoster(client.api, settings.posting, new Logger(["kopf", "posting"]));
-      poster.observer = observer;
-      listeners.push(poster.listener);
-      await checkConnection(client, signal);
-      const { sharding, leader } = await startCoordination(client, settings, logger, signal);
-      // The liveness endpoint and the metrics serve standbys too: they read the current term.
-      let currentPause: OperatorPause | undefined;
-      // One term's parts: the terms differ only in their signals.
-      const serving: ServingDeps = {
-        client,
-        registry,
-        settings,
-        logger,
-        memo,
-        namespaces,
-        clusterwide,
-        identity: options.identity,
-        lifecycle: options.lifecycle,
-        poster,
-        observer,
-        sharding,
-        onReady: options.onReady,
-        onFailure: fail,
-        observe: options.observe,
-        onPause: (pause) => currentPause = pause,
-        onServing: (orchestrator) => current = orchestrator,
-        onProblems: (problems) => termProblems = problems,
-      };
-      // While a fatal error stops the operator, the endpoints stay up and answer 503 with it.
-      await parts.start(endpointsPart({
-        observation,
-        liveness: options.liveness,
-        probes: registry.activities("probe"),
-        memo,
-        settings,
-        logger,
-        indices,
-        client,
-        current: () => current,
-        pause: () => currentPause,
-        problems: () => {
-          const problems = [
-            fatal && `The operator is stopping after a fatal error: ${fatal}`,
-            termProblems?.(),
-            current?.problems(),
-          ].filter(Boolean);
-          return problems.length ? problems.join("; ") : undefined;
-        },
-      }));
-      await serveTerms(
-        leader,
-        settings,
-        observer,
-        signal,
-        (s, halt) => serveTerm(serving, s, halt),
-      );
-      if (loginFailure.signal.aborted) throw loginFailure.signal.reason;
-    });
-  } finally {
-    // Cleanup handlers run on every exit path, with a fresh signal: the operator's is aborted.
-    const cleanup = registry.activities("cleanup");
-    if (cleanup.length) {
-      await runActivity({
-        handlers: cleanup,
-        activity: "cleanup",
-        memo,
-        settings,
-        logger,
-        indices,
-        signal: AbortSignal.timeout(settings.process.gracePeriod * 1000),
-      }).catch((error) =>
+    watchSelectors(settings.watching, NAMESPACE_RESOURCE); // the keys, before any stream opens
+  } catch (error) {
+    throw new OperatorStartError((error as Error).message, { cause: error });
+  }
+}
+
+/**
+ * The given client, or a connection made by the login handlers (a part: its pooled connections
+ * close after the endpoints). Running out of credentials later stops the operator, then fails it.
+ */
+async function connectClient(run: OperatorRun, parts: PartsStarter): Promise<KubeClient> {
+  const { options, settings, registry, memo, logger, signal, failure } = run;
+  if (options.client) return options.client;
+  const client = await connect(options, settings, registry, memo, logger, signal, (error) => {
+    if (failure.signal.aborted) return;
+    run.fatal = firstLine(error);
+    logger.error(error.message);
+    failure.abort(error);
+  }, run.indices);
+  await parts.start(disposedPart("the connection", "connection", client));
+  return client;
+}
+
+/** The Events poster, fed by the operator's log listeners (it runs with each term). */
+function startPoster(
+  run: OperatorRun,
+  client: KubeClient,
+  observer: OperatorObserver | undefined,
+): EventPoster {
+  const poster = new EventPoster(client.api, run.settings.posting, new Logger(["kopf", "posting"]));
+  poster.observer = observer;
+  run.listeners.push(poster.listener);
+  return poster;
+}
+
+/** The liveness and metrics endpoints: they read the current term, and why the operator stops. */
+function operatorEndpoints(run: OperatorRun, observation: Observation, client: KubeClient): Part {
+  const { options, registry, memo, settings, logger, indices } = run;
+  return endpointsPart({
+    observation,
+    liveness: options.liveness,
+    probes: registry.activities("probe"),
+    memo,
+    settings,
+    logger,
+    indices,
+    client,
+    current: () => run.current,
+    pause: () => run.pause,
+    problems: () => {
+      const problems = [
+        run.fatal && `The operator is stopping after a fatal error: ${run.fatal}`,
+        run.termProblems?.(),
+        run.current?.problems(),
+      ].filter(Boolean);
+      return problems.length ? problems.join("; ") : undefined;
+    },
+  });
+}
+
+/** One term's parts: the terms differ only in their signals. */
+function servingDeps(
+  run: OperatorRun,
+  client: KubeClient,
+  poster: EventPoster,
+  observer: OperatorObserver | undefined,
+  sharding: Sharding | undefined,
+): ServingDeps {
+  const { options, registry, settings, logger, memo, namespaces, clusterwide } = run;
+  return {
+    client,
+    registry,
+    settings,
+    logger,
+    memo,
+    namespaces,
+    clusterwide,
+    identity: options.identity,
+    lifecycle: options.lifecycle,
+    poster,
+    observer,
+    sharding,
+    onReady: options.onReady,
+    onFailure: (error) => failOperator(run, error),
+    observe: options.observe,
+    onPause: (pause) => run.pause = pause,
+    onServing: (orchestrator) => run.current = orchestrator,
+    onProblems: (problems) => run.termProblems = problems,
+  };
+}
+
+/**
+ * A watch stream or the webhook server failing on its own stops the operator as running out of
+ * credentials does: as a stop request would, then it fails with the error (rather than going on
+ * without them).
+ */
+function failOperator(run: OperatorRun, error: unknown): void {
+  if (run.signal.aborted) return;
+  run.fatal = firstLine(error);
+  run.logger.error(`The operator stops after a fatal error: ${run.fatal}`);
+  run.failure.abort(error);
+}
+
+/** Cleanup handlers run on every exit path, with a fresh signal: the operator's is aborted. */
+async function cleanup(run: OperatorRun): Promise<void> {
+  const { registry, settings, logger } = run;
+  if (registry.activities("cleanup").length) {
+    await runActivities(run, "cleanup", AbortSignal.timeout(settings.process.gracePeriod * 1000))
+      .catch((error) =>
         logger.error(`Cleanup failed: ${error instanceof Error ? error.message : error}`)
       );
-    }
-    logger.info("Operator stopped.");
   }
+  logger.info("Operator stopped.");
 }
