@@ -174,127 +174,168 @@ class ObjectWorker {
     }
   }
 
+  /**
+   * The worker's loop: wait for something to do, be admitted, take the latest event, run its
+   * cycle, and go on from what the cycle left; exits when the queue stops, when the worker is
+   * idle (see `QueueDeps.forgettable`), or when the object is gone.
+   */
   async #run(): Promise<void> {
     const { deps } = this.queue;
-    let current: ObjectEvent | undefined;
-    let processedVersion: string | undefined;
-    let dueIn: number | undefined; // seconds until `current` must be re-processed without events
-    let errors = 0;
     while (!deps.signal.aborted) {
-      if (!this.pending) {
-        const arrived = await this.#waitForEvent(dueIn);
-        if (deps.signal.aborted) break;
-        if (!arrived) {
-          if (dueIn === undefined || !current) break; // idle: the worker exits (see forgettable)
-          this.pending = { ...current, internal: true, forced: true }; // a delayed handler is due
-          deps.observer?.retried(deps.name ?? "");
-        } else if (deps.settings.kopfBatching) {
-          // Batched below, as every event from outside.
-        } else if (deps.settings.batchWindow > 0) {
-          // Opt-in batching: wait, so a burst collapses to its latest event.
-          await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
-        } else {
-          // One macrotask only: events already read from the stream in the same chunk land
-          // first, so a burst still collapses without delaying a lone change.
-          await nextMacrotask();
-        }
-      }
+      if (!this.pending && !await this.#awaitWork()) break; // stopped, or idle: it exits
       // Kopf's batching: an event from outside (an object's first one too, unless a cycle is
       // retried after an error) waits until no newer one came for the window.
-      if (deps.settings.kopfBatching && !this.pending?.internal && !this.woken && errors === 0) {
+      if (deps.settings.kopfBatching && !this.pending?.internal && !this.woken && !this.#errors) {
         await this.#batch(deps.settings.batchWindow || KOPF_BATCH_WINDOW);
         if (deps.signal.aborted) break;
       }
-      if (deps.gate) {
-        const admission = deps.gate.enter(deps.signal);
-        if (admission) {
-          try {
-            await admission;
-          } catch {
-            break; // the queue stops
-          }
-        }
-      }
-      if (this.woken) {
-        // A wake-up re-processes the body the object has now, after the previous cycle (its
-        // write included) — unless a newer event waits, which is processed instead.
-        this.woken = false;
-        const body = current?.body ?? this.memory.latest;
-        if (body && (!this.pending || isStale(this.pending, processedVersion))) {
-          this.pending = { type: "MODIFIED", body, forced: true, internal: true };
-        }
-      }
-      const event = this.pending;
-      this.pending = undefined;
+      // No wait at all when admitted at once: a new object's first event is taken in this turn.
+      const admission = deps.gate?.enter(deps.signal);
+      if (admission && !await admission.then(() => true, () => false)) break; // the queue stops
+      const event = this.#takeEvent();
       if (!event) {
-        deps.gate?.leave();
+        deps.gate?.leave(); // nothing new to process after all
         continue;
       }
-      if (this.pendingSince !== undefined) {
-        deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
-        this.pendingSince = undefined;
-      }
-      if (event !== current && isStale(event, processedVersion)) {
-        deps.gate?.leave();
-        continue;
-      }
-      let result: CycleResult;
-      try {
-        try {
-          await deps.streamLimiter?.acquire(deps.signal);
-          try {
-            await deps.limiter?.acquire(deps.signal);
-            try {
-              result = await deps.process(this.memory, event);
-            } finally {
-              deps.limiter?.release();
-            }
-          } finally {
-            deps.streamLimiter?.release();
-          }
-        } finally {
-          deps.gate?.leave();
-        }
-        errors = 0;
-      } catch (error) {
-        if (deps.signal.aborted) break;
-        const delays = deps.settings.errorDelays;
-        const delay = delays.length ? delays[Math.min(errors, delays.length - 1)]! : 0;
-        errors++;
-        deps.logger.forObject(event.body, { local: true }).exception(
-          `Unexpected error while processing; retrying in ${delay}s.`,
-          error,
-        );
-        this.pending ??= event;
-        deps.observer?.retried(deps.name ?? "");
-        await sleep(delay * 1000, deps.signal).catch(() => {});
-        continue;
-      }
-      if (event.type === "DELETED") {
-        this.gone = true;
-        break;
-      }
-      // A write that changed nothing returns the same resourceVersion: nothing new to look at.
-      const wrote = result.body !== undefined &&
-        result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
-      current = result.body ? { type: "MODIFIED", body: result.body, internal: true } : event;
-      // Kept only for wake-ups by daemons and timers while no worker runs (a running worker
-      // wakes up with its own latest body); other objects need no body in memory.
-      if (this.memory.spawner) this.memory.latest = current.body;
-      processedVersion = current.body.metadata?.resourceVersion ?? processedVersion;
-      this.#processed = processedVersion;
-      dueIn = result.delay;
-      // After our own write, look at the stored object once more: it may contain someone else's
-      // change made while the cycle ran, whose own watch event is older and will be skipped.
-      // Without an essential change this cycle makes no request at all.
-      // (An event that arrived during the cycle is older than our write when not newer: the
-      // stored object already includes it.)
-      const arrived = this.pending as ObjectEvent | undefined; // may have been set during the cycle
-      const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, processedVersion);
-      if ((dueIn === 0 || (wrote && !result.settled)) && (!arrived || stale)) {
-        this.pending = { ...current, internal: true, forced: true };
+      const result = await this.#cycle(event);
+      if (result && !this.#settle(event, result)) break; // the object is gone
+    }
+  }
+
+  /** The event the last cycle ended with (its written object, if it wrote): re-processed when due. */
+  #current: ObjectEvent | undefined;
+  /** Seconds until `#current` must be re-processed without events (a delayed handler), if ever. */
+  #dueIn: number | undefined;
+  /** Unexpected errors in a row (the index into `settings.queueing.errorDelays`). */
+  #errors = 0;
+
+  /**
+   * With no event pending: waits for one, a wake-up, or the due time of a delayed handler (which
+   * pends `#current` again), then lets a burst collapse to its latest event.
+   * @returns false when the worker should exit: the queue stops, or it is idle.
+   */
+  async #awaitWork(): Promise<boolean> {
+    const { deps } = this.queue;
+    const arrived = await this.#waitForEvent(this.#dueIn);
+    if (deps.signal.aborted) return false;
+    if (!arrived) {
+      if (this.#dueIn === undefined || !this.#current) return false; // idle (see forgettable)
+      this.pending = { ...this.#current, internal: true, forced: true }; // a delayed handler is due
+      deps.observer?.retried(deps.name ?? "");
+    } else if (deps.settings.kopfBatching) {
+      // Batched in #run, as every event from outside.
+    } else if (deps.settings.batchWindow > 0) {
+      // Opt-in batching: wait, so a burst collapses to its latest event.
+      await sleep(deps.settings.batchWindow * 1000, deps.signal).catch(() => {});
+    } else {
+      // One macrotask only: events already read from the stream in the same chunk land
+      // first, so a burst still collapses without delaying a lone change.
+      await nextMacrotask();
+    }
+    return true;
+  }
+
+  /**
+   * Takes the latest event, a wake-up folded in.
+   * @returns The event to process, or undefined when there is nothing new (a stale echo).
+   */
+  #takeEvent(): ObjectEvent | undefined {
+    const { deps } = this.queue;
+    if (this.woken) {
+      // A wake-up re-processes the body the object has now, after the previous cycle (its
+      // write included) — unless a newer event waits, which is processed instead.
+      this.woken = false;
+      const body = this.#current?.body ?? this.memory.latest;
+      if (body && (!this.pending || isStale(this.pending, this.#processed))) {
+        this.pending = { type: "MODIFIED", body, forced: true, internal: true };
       }
     }
+    const event = this.pending;
+    this.pending = undefined;
+    if (!event) return undefined;
+    if (this.pendingSince !== undefined) {
+      deps.observer?.dequeued(deps.name ?? "", (performance.now() - this.pendingSince) / 1000);
+      this.pendingSince = undefined;
+    }
+    if (event !== this.#current && isStale(event, this.#processed)) return undefined;
+    return event;
+  }
+
+  /**
+   * Runs one cycle within the limiters, then leaves the gate. An unexpected error is logged,
+   * the event pends again (unless a newer one came), and the worker waits the next error delay.
+   * @returns The cycle's result, or undefined after an error.
+   */
+  async #cycle(event: ObjectEvent): Promise<CycleResult | undefined> {
+    const { deps } = this.queue;
+    let result: CycleResult;
+    try {
+      try {
+        await deps.streamLimiter?.acquire(deps.signal);
+        try {
+          await deps.limiter?.acquire(deps.signal);
+          try {
+            result = await deps.process(this.memory, event);
+          } finally {
+            deps.limiter?.release();
+          }
+        } finally {
+          deps.streamLimiter?.release();
+        }
+      } finally {
+        deps.gate?.leave();
+      }
+      this.#errors = 0;
+      return result;
+    } catch (error) {
+      if (deps.signal.aborted) return undefined; // the loop ends
+      const delays = deps.settings.errorDelays;
+      const delay = delays.length ? delays[Math.min(this.#errors, delays.length - 1)]! : 0;
+      this.#errors++;
+      deps.logger.forObject(event.body, { local: true }).exception(
+        `Unexpected error while processing; retrying in ${delay}s.`,
+        error,
+      );
+      this.pending ??= event;
+      deps.observer?.retried(deps.name ?? "");
+      await sleep(delay * 1000, deps.signal).catch(() => {});
+      return undefined;
+    }
+  }
+
+  /**
+   * Goes on from what a cycle left: the object as its write stored it, the delay until it is
+   * due again, and one more look at once after a write (or when due now).
+   * @returns false when the object is gone (its DELETED event processed): the worker exits.
+   */
+  #settle(event: ObjectEvent, result: CycleResult): boolean {
+    if (event.type === "DELETED") {
+      this.gone = true;
+      return false;
+    }
+    // A write that changed nothing returns the same resourceVersion: nothing new to look at.
+    const wrote = result.body !== undefined &&
+      result.body.metadata?.resourceVersion !== event.body.metadata?.resourceVersion;
+    const current: ObjectEvent = result.body
+      ? { type: "MODIFIED", body: result.body, internal: true }
+      : event;
+    this.#current = current;
+    // Kept only for wake-ups by daemons and timers while no worker runs (a running worker
+    // wakes up with its own latest body); other objects need no body in memory.
+    if (this.memory.spawner) this.memory.latest = current.body;
+    this.#processed = current.body.metadata?.resourceVersion ?? this.#processed;
+    this.#dueIn = result.delay;
+    // After our own write, look at the stored object once more: it may contain someone else's
+    // change made while the cycle ran, whose own watch event is older and will be skipped.
+    // Without an essential change this cycle makes no request at all.
+    // (An event that arrived during the cycle is older than our write when not newer: the
+    // stored object already includes it.)
+    const arrived = this.pending; // may have been set during the cycle
+    const stale = arrived && notNewer(arrived.body.metadata?.resourceVersion, this.#processed);
+    if ((this.#dueIn === 0 || (wrote && !result.settled)) && (!arrived || stale)) {
+      this.pending = { ...current, internal: true, forced: true };
+    }
+    return true;
   }
 }
 

@@ -4,6 +4,7 @@ import { type LogEntry, Logger } from "../../actions/loggers.ts";
 import { createSettings, type QueueingSettings } from "../../settings/settings.ts";
 import type { Memo } from "../../intents/contexts.ts";
 import type { KubeObject } from "../../structs/objects.ts";
+import { AdmissionGate } from "../../util/gate.ts";
 import { Semaphore } from "../../util/semaphore.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
@@ -47,6 +48,7 @@ function harness(
   queueing: Partial<QueueingSettings> = {},
   limiter?: Semaphore,
   forgettable?: (memory: ObjectMemory) => boolean,
+  admission?: AdmissionGate,
 ) {
   const controller = new AbortController();
   const listeners = trackAbortListeners(controller.signal);
@@ -65,6 +67,7 @@ function harness(
     signal: controller.signal,
     limiter,
     forgettable,
+    gate: admission,
     createMemo: () => {
       const memo = {};
       memos.push(memo);
@@ -251,6 +254,34 @@ Deno.test("ObjectQueue processes a new object's first event at once and coalesce
   await sleep(20);
   assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["1", "3"]);
   await h.stop();
+});
+
+// The admission gate (settings.queueing.admissionLimit): admitted at once, a worker takes its
+// event in the same turn; waiting for admission, events keep coalescing; a stop ends the wait.
+Deno.test("ObjectQueue with an admission gate: no wait when admitted at once, coalescing while waiting, a stop ends the wait (CFG-51)", async () => {
+  const admission = new AdmissionGate(1);
+  const h = harness(() => ({}), {}, undefined, undefined, admission);
+  h.queue.push(ev("a", "1", "ADDED"));
+  h.queue.push(ev("a", "2"));
+  h.queue.push(ev("a", "3"));
+  await until(() => h.calls.length >= 2, "two calls");
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["1", "3"]);
+  assert.equal(admission.enter(), undefined, "the worker left the gate after each cycle");
+  h.queue.push(ev("b", "1", "ADDED"));
+  h.queue.push(ev("b", "2"));
+  await sleep(20);
+  assert.equal(h.calls.length, 2, "no cycle while the gate is full");
+  h.queue.push(ev("b", "3"));
+  admission.leave();
+  await until(() => h.calls.length >= 3, "b admitted");
+  await sleep(20);
+  assert.deepEqual(h.calls.map((c) => rvOf(c.event)), ["1", "3", "3"]);
+  assert.equal(admission.enter(), undefined);
+  h.queue.push(ev("c", "1", "ADDED"));
+  await sleep(20);
+  await h.stop(); // the worker waiting for admission exits without processing
+  assert.equal(h.calls.length, 3);
+  assert.equal(admission.busy, 1, "only the test's own admission holds the gate");
 });
 
 // Kopf's batching (settings.queueing.kopfBatching): the first event waits too, and the window
