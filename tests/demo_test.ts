@@ -92,22 +92,35 @@ function assertShowedTheWork(output: string): void {
   assert.doesNotMatch(output, /^error:/m, output);
 }
 
+/**
+ * Runs the demo with `args` in a private TMPDIR, lets `drive` act on it, then checks that it
+ * exited 0 and left no process and no file behind (and cleans up whatever it left).
+ */
+async function checkDemo(
+  args: string[],
+  drive: (demo: ReturnType<typeof startDemo>, tmp: string) => Promise<void>,
+): Promise<ReturnType<typeof startDemo>> {
+  const tmp = await Deno.makeTempDir({ prefix: "kopf-demo-test-" });
+  try {
+    const demo = startDemo(args, tmp);
+    await drive(demo, tmp);
+    const { code } = await demo.status;
+    assert.deepEqual(await strays(tmp), [], "no process is left running (the operator)");
+    assert.equal(code, 0, demo.output());
+    assert.deepEqual(await leftovers(tmp), [], "the embedded API's directory is removed");
+    return demo;
+  } finally {
+    await strays(tmp);
+    await Deno.remove(tmp, { recursive: true });
+  }
+}
+
 Deno.test(
   "demo --once: shows the operator's work in the embedded API, exits 0, leaves no files",
   opts,
   async () => {
-    const tmp = await Deno.makeTempDir({ prefix: "kopf-demo-test-" });
-    try {
-      const demo = startDemo(["--once"], tmp);
-      const { code } = await demo.status;
-      assert.deepEqual(await strays(tmp), [], "no process is left running");
-      assert.equal(code, 0, demo.output());
-      assertShowedTheWork(demo.output());
-      assert.deepEqual(await leftovers(tmp), [], "the embedded API's directory is removed");
-    } finally {
-      await strays(tmp);
-      await Deno.remove(tmp, { recursive: true });
-    }
+    const demo = await checkDemo(["--once"], async () => {});
+    assertShowedTheWork(demo.output());
   },
 );
 
@@ -115,23 +128,14 @@ Deno.test(
   "demo: SIGTERM stops it as Ctrl-C does: exit 0, the operator and the embedded API gone",
   opts,
   async () => {
-    const tmp = await Deno.makeTempDir({ prefix: "kopf-demo-test-" });
-    try {
-      const demo = startDemo([], tmp);
+    await checkDemo([], async (demo, tmp) => {
       await demo.until("Press Ctrl-C to stop.");
       assertShowedTheWork(demo.output());
       const kubeconfig = /export KUBECONFIG=(\S+)/.exec(demo.output())?.[1];
       assert.ok(kubeconfig && kubeconfig.startsWith(`${tmp}/kopf-emulator-`), demo.output());
       assert.ok((await Deno.stat(kubeconfig)).isFile, "the kubeconfig exists while it runs");
       demo.child.kill("SIGTERM");
-      const { code } = await demo.status;
-      assert.deepEqual(await strays(tmp), [], "no process is left running (the operator)");
-      assert.equal(code, 0, demo.output());
-      assert.deepEqual(await leftovers(tmp), [], "the embedded API's directory is removed");
-    } finally {
-      await strays(tmp);
-      await Deno.remove(tmp, { recursive: true });
-    }
+    });
   },
 );
 
@@ -139,18 +143,9 @@ Deno.test(
   "demo: SIGTERM while it is still starting (the operator just spawned) stops it all the same: exit 0, nothing left",
   opts,
   async () => {
-    const tmp = await Deno.makeTempDir({ prefix: "kopf-demo-test-" });
-    try {
-      const demo = startDemo([], tmp);
+    await checkDemo([], async (demo) => {
       await demo.until("Running: kopf run");
       demo.child.kill("SIGTERM");
-      const { code } = await demo.status;
-      assert.deepEqual(await strays(tmp), [], "no process is left running (the operator)");
-      assert.equal(code, 0, demo.output());
-      assert.deepEqual(await leftovers(tmp), [], "the embedded API's directory is removed");
-    } finally {
-      await strays(tmp);
-      await Deno.remove(tmp, { recursive: true });
-    }
+    });
   },
 );
