@@ -51,6 +51,21 @@ export const CRD_RESOURCE: Resource = {
   preferred: true,
 };
 
+/** The core/v1 Namespaces resource (followed for namespace patterns; a known resource to check selectors against). */
+export const NAMESPACES_RESOURCE: Resource = {
+  group: "",
+  version: "v1",
+  plural: "namespaces",
+  singular: "namespace",
+  kind: "Namespace",
+  namespaced: false,
+  verbs: ["list", "watch"],
+  shortNames: ["ns"],
+  categories: [],
+  subresources: [],
+  preferred: true,
+};
+
 /** Options of {@link Discovery}. */
 export interface DiscoveryOptions {
   /** Minimum time between refreshes caused by cache misses. @default 5000 */

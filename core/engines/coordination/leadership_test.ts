@@ -4,6 +4,7 @@
  * suffix, and the service account's namespace (else `default`), end to end on the emulator.
  */
 
+import { NAMESPACES_RESOURCE } from "../../client/discovery.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Emulator } from "../../../kits/emulator/mod.ts";
@@ -105,7 +106,7 @@ Deno.test("an operator with settings.leadership and nothing configured leads on 
       env: { KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port },
     });
     using client = new KubeClient(info);
-    await client.api.create({ ...NAMESPACES }, {
+    await client.api.create({ ...NAMESPACES_RESOURCE }, {
       apiVersion: "v1",
       kind: "Namespace",
       metadata: { name: "ops" },
@@ -142,20 +143,6 @@ Deno.test("an operator with settings.leadership and nothing configured leads on 
     await Deno.remove(root, { recursive: true });
   }
 });
-
-const NAMESPACES = {
-  group: "",
-  version: "v1",
-  plural: "namespaces",
-  singular: "namespace",
-  kind: "Namespace",
-  namespaced: false,
-  verbs: [],
-  shortNames: [],
-  categories: [],
-  subresources: [],
-  preferred: true,
-};
 
 Deno.test("retryDelayMs(): a standby retries within one retry period, at most 20% sooner (a released Lease is taken within one period)", () => {
   assert.equal(retryDelayMs(2, 0), 2000);

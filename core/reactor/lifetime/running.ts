@@ -14,6 +14,7 @@
  * @module
  */
 
+import { NAMESPACES_RESOURCE } from "../../client/discovery.ts";
 import { Logger, type LogListener } from "../../actions/loggers.ts";
 import type { Lifecycle } from "../../actions/lifecycles.ts";
 import type { KubeClient } from "../../client/client.ts";
@@ -40,21 +41,6 @@ import { watchSelectors } from "../streams/watch_selectors.ts";
 
 export { httpOptions } from "./connecting.ts";
 export { OperatorStartError } from "./errors.ts";
-
-/** Any resource: only to validate the keys of the watch selectors at startup. */
-const NAMESPACE_RESOURCE = {
-  group: "",
-  version: "v1",
-  plural: "namespaces",
-  singular: "namespace",
-  kind: "Namespace",
-  namespaced: false,
-  verbs: [],
-  shortNames: [],
-  categories: [],
-  subresources: [],
-  preferred: true,
-};
 
 /**
  * The stop groups of the operator's own parts, in their stop order, once its terms are over:
@@ -292,7 +278,7 @@ function checkStartup({ registry, settings }: OperatorRun): void {
     );
   }
   try {
-    watchSelectors(settings.watching, NAMESPACE_RESOURCE); // the keys, before any stream opens
+    watchSelectors(settings.watching, NAMESPACES_RESOURCE); // the keys, before any stream opens
   } catch (error) {
     throw new OperatorStartError((error as Error).message, { cause: error });
   }

@@ -5,26 +5,13 @@
  * @module
  */
 
+import { NAMESPACES_RESOURCE } from "../../client/discovery.ts";
 import { ApiError } from "../../client/errors.ts";
 import { objectEvents, watcher, watchingOptions } from "../../client/watching.ts";
 import { isLiteralNamespace, matchAnyNamespace } from "../../structs/namespaces.ts";
 import type { Resource } from "../../structs/resources.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 import { watchSelectors } from "./watch_selectors.ts";
-
-const NAMESPACES: Resource = {
-  group: "",
-  version: "v1",
-  plural: "namespaces",
-  singular: "namespace",
-  kind: "Namespace",
-  namespaced: false,
-  verbs: ["list", "watch"],
-  shortNames: ["ns"],
-  categories: [],
-  subresources: [],
-  preferred: true,
-};
 
 /** What the orchestrator keeps with the namespaces followed. */
 export interface FollowedNamespaces {
@@ -52,12 +39,12 @@ export async function followNamespaces(
   const { served } = followed;
   const options = {
     ...watchingOptions(settings.watching),
-    ...watchSelectors(settings.watching, NAMESPACES), // only if a key selects namespaces
+    ...watchSelectors(settings.watching, NAMESPACES_RESOURCE), // only if a key selects namespaces
     signal,
   };
   try {
     for await (
-      const event of objectEvents(watcher(client.api, NAMESPACES, options), (e) => {
+      const event of objectEvents(watcher(client.api, NAMESPACES_RESOURCE, options), (e) => {
         if (e.type === "initDone") followed.onKnown();
         if (e.type === "error" && e.error instanceof ApiError && e.error.code === 403) {
           throw e.error;
