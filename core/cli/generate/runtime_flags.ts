@@ -12,23 +12,21 @@
  *   During a burst V8 grows them to the maximum at once; capped at 4, a 2,000-object backlog
  *   peaked at 121 instead of 143 MiB for the same CPU (round 3); once a cycle allocated less
  *   (round 4), 8 cost ~11% less CPU than 4 for the same peak (docs/performance.md, round 5).
- * - `--no-maglev`, `--no-turbofan`: no optimising compiler at all; V8 runs its bytecode
- *   interpreter (Ignition) and its baseline compiler (Sparkplug) only. An operator's code is short
- *   handlers between network waits, and the optimising compilers' work costs memory that stays:
- *   their compile zones in the C heap, deoptimisation data, optimised code, more old generation.
- *   A 5,000-object backlog peaked at 129 instead of 161 MiB (1,000: 95 instead of 106) for the
- *   same CPU (round 8, issue 31; docs/performance.md). TurboFan was off since round 7
- *   (`--maglev-as-top-tier`), for the same reason. WebAssembly has compilers of its own and is
- *   not affected.
+ * - `--maglev-as-top-tier`: V8's mid-tier compiler (Maglev) is the last one; TurboFan never
+ *   runs. An operator's code is short handlers between network waits: less compiling, and the
+ *   optimising compiler's machine code is never paged in (round 7). No optimising compiler at
+ *   all (`--no-maglev,--no-turbofan`) lowers a burst's peak further (1,000 objects: −8 to −11
+ *   MiB; a 5,000-object backlog: 129 instead of 161 MiB) but costs CPU where handlers run all the
+ *   time (steady creation +37–46%, a create burst +15–32%, side by side on a quiet machine;
+ *   round 8, docs/performance.md): an option for a deployment short of memory, not the default.
  *
  * V8 reads them only at start, so they cannot be set from inside; with `deno run`, pass
- * `--v8-flags=--max-semi-space-size=8,--no-maglev,--no-turbofan` (or set `DENO_V8_FLAGS`);
+ * `--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier` (or set `DENO_V8_FLAGS`);
  * `tools/kopf` (the `kopf` command of a checkout) does.
  */
 export const RUNTIME_V8_FLAGS: readonly string[] = Object.freeze([
   "--max-semi-space-size=8",
-  "--no-maglev",
-  "--no-turbofan",
+  "--maglev-as-top-tier",
 ]);
 
 /**

@@ -49,9 +49,9 @@ Deno.test({
   },
 });
 
-Deno.test("the runtime flags leave V8 without an optimising compiler", () => {
-  // docs/performance.md, round 8: Ignition and Sparkplug only; the peak of a burst is lower.
-  assert.ok(RUNTIME_V8_FLAGS.includes("--no-maglev"));
-  assert.ok(RUNTIME_V8_FLAGS.includes("--no-turbofan"));
-  assert.ok(!RUNTIME_V8_FLAGS.includes("--maglev-as-top-tier"));
+Deno.test("the runtime flags keep Maglev as V8's top tier (TurboFan off), not the interpreter-only mode", () => {
+  // docs/performance.md, round 8: without any optimising compiler the peak is lower but steady
+  // CPU is 37–46% higher; that mode is an option, not the default.
+  assert.ok(RUNTIME_V8_FLAGS.includes("--maglev-as-top-tier"));
+  assert.ok(!RUNTIME_V8_FLAGS.includes("--no-maglev"));
 });
