@@ -9,7 +9,6 @@ import { NAMESPACES_RESOURCE } from "../../client/discovery.ts";
 import { ApiError } from "../../client/errors.ts";
 import { objectEvents, watcher, watchingOptions } from "../../client/watching.ts";
 import { isLiteralNamespace, matchAnyNamespace } from "../../structs/namespaces.ts";
-import type { Resource } from "../../structs/resources.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 import { watchSelectors } from "./watch_selectors.ts";
 
