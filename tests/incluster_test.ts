@@ -387,7 +387,12 @@ async function eventsAbout(client: KubeClient, namespace: string, name: string) 
 }
 
 function permissionErrors(lines: readonly string[]): string[] {
-  return lines.filter((l) => /\b403\b|forbidden/i.test(l));
+  // The text only, not the timestamp (`[… 03:14:49,403]` once matched "403"): a refused
+  // request says "Forbidden" (the status, the server's "… is forbidden: …"), a refused write
+  // "Permission missing: …".
+  return lines.filter((l) =>
+    /\b403 Forbidden\b|forbidden|Permission missing/i.test(l.replace(/^\[[^\]]*\]/, ""))
+  );
 }
 
 /** The port a replica's metrics endpoint bound, from its log line `Serving metrics at …`. */
