@@ -19,7 +19,7 @@
 import jsonpatch from "fast-json-patch/index.mjs";
 import type { KubeApi, ResourceRef } from "../client/api.ts";
 import { ApiError } from "../client/errors.ts";
-import type { JsonObject } from "../structs/dicts.ts";
+import { type JsonObject, mergeInto } from "../structs/dicts.ts";
 import type { Diff } from "../structs/diffs.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import { inconsistencies, type JsonPatchOp, Patch } from "../structs/patches.ts";
@@ -328,18 +328,4 @@ function mergeAsJsonOps(body: KubeObject, merge: JsonObject): JsonPatchOp[] {
   if (beforeMeta.finalizers !== undefined) meta.finalizers = beforeMeta.finalizers;
   else delete meta.finalizers;
   return jsonpatch.compare(before, after) as JsonPatchOp[];
-}
-
-function mergeInto(target: JsonObject, merge: JsonObject): void {
-  for (const [key, value] of Object.entries(merge)) {
-    if (value === null) delete target[key];
-    else if (typeof value === "object" && !Array.isArray(value)) {
-      const current = target[key];
-      const next = current && typeof current === "object" && !Array.isArray(current)
-        ? current as JsonObject
-        : {};
-      mergeInto(next, value as JsonObject);
-      target[key] = next;
-    } else target[key] = value;
-  }
 }

@@ -345,3 +345,23 @@ function assign(obj: Record<string, unknown>, key: string, value: unknown): void
     obj[key] = value;
   }
 }
+
+/**
+ * Applies a JSON merge patch (RFC 7386) to `target` in place: `null` removes a key, an object
+ * merges into the object there (or replaces a non-object), anything else replaces the value.
+ * @param target The object to change.
+ * @param merge The merge patch.
+ */
+export function mergeInto(target: JsonObject, merge: JsonObject): void {
+  for (const [key, value] of Object.entries(merge)) {
+    if (value === null) delete target[key];
+    else if (typeof value === "object" && !Array.isArray(value)) {
+      const current = target[key];
+      const next = current && typeof current === "object" && !Array.isArray(current)
+        ? current as JsonObject
+        : {};
+      mergeInto(next, value as JsonObject);
+      target[key] = next;
+    } else target[key] = value;
+  }
+}

@@ -1,3 +1,4 @@
+import { CONFIGMAPS } from "../../client/_test_support.ts";
 import assert from "node:assert/strict";
 import { type LogEntry, Logger } from "../../actions/loggers.ts";
 import type { KubeApi } from "../../client/api.ts";
@@ -25,20 +26,6 @@ import {
   watchReporter,
   watchSource,
 } from "./stream_stages.ts";
-
-const CONFIGMAPS: Resource = {
-  group: "",
-  version: "v1",
-  plural: "configmaps",
-  singular: "configmap",
-  kind: "ConfigMap",
-  namespaced: true,
-  verbs: [],
-  shortNames: [],
-  categories: [],
-  subresources: [],
-  preferred: true,
-};
 
 function cm(name: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
   return {

@@ -15,7 +15,7 @@ import type { KubeClient } from "../../../client/client.ts";
 import { ApiError } from "../../../client/errors.ts";
 import type { ChangingHandler, Reason, WatchingHandler } from "../../../intents/handlers.ts";
 import { createSettings, type OperatorSettings } from "../../../settings/settings.ts";
-import { deepEqual, type JsonObject } from "../../../structs/dicts.ts";
+import { deepEqual, type JsonObject, mergeInto } from "../../../structs/dicts.ts";
 import type { KubeObject } from "../../../structs/objects.ts";
 import { Patch } from "../../../structs/patches.ts";
 import type { Resource } from "../../../structs/resources.ts";
@@ -368,18 +368,4 @@ function apiError(code: number, reason: string, method: string): ApiError {
     message: `fake ${reason.toLowerCase()}`,
     request: { method, path: "/fake", server: "fake" },
   });
-}
-
-function mergeInto(target: JsonObject, merge: JsonObject): void {
-  for (const [key, value] of Object.entries(merge)) {
-    if (value === null) delete target[key];
-    else if (typeof value === "object" && !Array.isArray(value)) {
-      const current = target[key];
-      const next = current && typeof current === "object" && !Array.isArray(current)
-        ? current as JsonObject
-        : {};
-      mergeInto(next, value as JsonObject);
-      target[key] = next;
-    } else target[key] = value;
-  }
 }
