@@ -16,14 +16,16 @@ const IDLE_CONNECTIONS_KEPT = 2;
 
 /**
  * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`, read anew on
- * every round), the logger, the signal that stops it, and the client whose spare idle
- * connections are closed.
+ * every round), the logger, and the client whose spare idle connections are closed.
  */
 export type IdleScope =
-  & Pick<OperatorScope, "settings" | "logger" | "signal">
+  & Pick<OperatorScope, "settings" | "logger">
   & { readonly client: { readonly http: Pick<HttpClient, "closeIdle"> } };
 
-/** Collects garbage once after each burst of processing cycles, when the operator idles. */
+/**
+ * Collects garbage once after each burst of processing cycles, when the operator idles. The
+ * orchestrator runs it as one of its parts (`the idle collector`, in its stop group `idle`).
+ */
 export class IdleCollector {
   #scope: IdleScope;
   /** Whether a worker runs now: no collection in the middle of a cycle. */
@@ -51,9 +53,10 @@ export class IdleCollector {
   /**
    * Collects after each burst until the signal aborts, or until the setting is turned off, or
    * for good when the runtime offers no way to collect.
+   * @param signal Stops it (a collection under way is finished first).
    */
-  async run(): Promise<void> {
-    const { signal, settings, logger } = this.#scope;
+  async run(signal: AbortSignal): Promise<void> {
+    const { settings, logger } = this.#scope;
     while (!signal.aborted) {
       const delayMs = (settings.process.idleGcDelay ?? 0) * 1000;
       // Nothing processed since the last collection: check again a whole delay later (a cheap

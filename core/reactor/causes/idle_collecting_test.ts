@@ -24,7 +24,6 @@ function harness() {
     client: { http: { closeIdle: (keep = 0) => (closes.push(keep), 3) } },
     settings: createSettings({ process: { idleGcDelay: 0.1 } }),
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
-    signal: controller.signal,
   }, () => state.busy);
   const collections = () => logs.filter((e) => COLLECTED.test(e.message));
   return { collector, controller, logs, closes, state, collections };
@@ -32,7 +31,7 @@ function harness() {
 
 Deno.test("IdleCollector: once after each burst, never while idle with nothing processed", async () => {
   const { collector, controller, closes, collections } = harness();
-  const running = collector.run();
+  const running = collector.run(controller.signal);
   await sleep(350); // over three delays with no cycle: nothing to give back
   assert.equal(collections().length, 0);
   assert.deepEqual(closes, []);
@@ -54,7 +53,7 @@ Deno.test("IdleCollector: once after each burst, never while idle with nothing p
 Deno.test("IdleCollector: waits while a worker runs", async () => {
   const { collector, controller, state, collections } = harness();
   state.busy = true;
-  const running = collector.run();
+  const running = collector.run(controller.signal);
   collector.cycle();
   await sleep(400);
   assert.equal(collections().length, 0);

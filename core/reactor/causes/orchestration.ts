@@ -17,6 +17,10 @@
  *   watched again: the streams are taps of the shared watch, filtered here (see `./sharing.ts`).
  * - After each burst of processing, memory is given back once the operator idles
  *   (`./idle_collecting.ts`).
+ *
+ * {@link Orchestrator.run} is a list of parts (`core/util/parts.ts`): the watch streams (started
+ * and stopped by the plans), the namespace following, the CRD following and the idle collector,
+ * stopped by the groups of {@link ORCHESTRATION_GROUPS}.
  * @module
  */
 
@@ -27,6 +31,7 @@ import { resourceName } from "../../structs/resources.ts";
 import { FieldPathChecks } from "../../engines/runners/field_paths.ts";
 import type { Index } from "../../engines/runners/indexing.ts";
 import type { ResourceInventory } from "../../engines/observability/metrics.ts";
+import { aborted, type Part, runningPart, runParts, type StopGroup } from "../../util/parts.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 import { IdleCollector } from "./idle_collecting.ts";
 import { followNamespaces } from "../streams/namespace_following.ts";
@@ -58,6 +63,26 @@ export interface OperatorStats {
   readonly tasks: number;
 }
 
+/** The stop groups of the orchestrator's own parts. */
+export type OrchestrationGroup = "intake" | "streams" | "idle";
+
+/**
+ * The stop groups of {@link Orchestrator.run}'s parts, in their stop order. They all hear the
+ * stop at once (the term's stop, as they always have: nothing here reads another part while it
+ * stops), and the stop waits for them in this order:
+ *
+ * 1. `intake`: the namespace following and the CRD following end: nothing plans streams anymore
+ *    (and no plan starts a stream once the term's signal aborted);
+ * 2. `streams`: the watch streams (they hear the term's signal themselves), waited for until
+ *    every one is `done`: their workers finished their cycles;
+ * 3. `idle`: the idle collector, which has nothing left to wait for but a collection under way.
+ */
+export const ORCHESTRATION_GROUPS: readonly (StopGroup & { name: OrchestrationGroup })[] = [
+  { name: "intake", told: "at once" },
+  { name: "streams", told: "at once" },
+  { name: "idle", told: "at once" },
+];
+
 interface Stream {
   readonly controller: AbortController;
   readonly done: Promise<void>;
@@ -82,6 +107,9 @@ export class Orchestrator {
   #shards = new Set<number>();
   #planned = false;
   #fieldPaths = new FieldPathChecks();
+  /** The own parts that run now (by name, in start order), and those that ended on their own. */
+  #running = new Set<string>();
+  #missing: string[] = [];
 
   /**
    * An orchestrator with no stream running until `run()`.
@@ -138,17 +166,33 @@ export class Orchestrator {
   }
 
   /**
-   * Describes streams that showed no sign of life (events, bookmarks, reconnects) for longer
+   * Describes what of the orchestration should run and does not (the liveness endpoint answers
+   * 503 with it): its own parts that ended on their own (`"The CRD following is not running:
+   * …"`), and streams that showed no sign of life (events, bookmarks, reconnects) for longer
    * than twice the inactivity timeout — stuck beyond what their own watchdog repairs.
-   * @returns A description, or undefined when all streams are alive.
+   * @returns A description, or undefined when all run and all streams are alive.
    */
   problems(): string | undefined {
     const limit = this.#scope.settings.watching.inactivityTimeout * 2000;
     const now = performance.now();
     const stale = [...this.#activity].filter(([, at]) => now - at > limit).map(([key]) => key);
-    return stale.length
-      ? `Watch streams silent for over ${limit / 1000}s: ${stale.join(", ")}`
-      : undefined;
+    const problems = [
+      ...this.#missing,
+      ...stale.length
+        ? [`Watch streams silent for over ${limit / 1000}s: ${stale.join(", ")}`]
+        : [],
+    ];
+    return problems.length ? problems.join("; ") : undefined;
+  }
+
+  /**
+   * The orchestrator's own parts that run now, by name, in start order (see
+   * {@link ORCHESTRATION_GROUPS}): `"the watch streams"`, `"the namespace following"`, `"the CRD
+   * following"`, `"the idle collector"` — each only when it is started at all.
+   * @returns The names; empty before `run()` and after its stop.
+   */
+  running(): string[] {
+    return [...this.#running];
   }
 
   /**
@@ -205,10 +249,16 @@ export class Orchestrator {
     return [...held.values()];
   }
 
-  /** Runs until the signal aborts; resolves after all streams drained. */
+  /**
+   * Runs until the signal aborts; resolves after all streams drained. The resources are resolved
+   * first; then its parts start in this order: the watch streams (the plans start and stop
+   * them), the namespace following (for glob patterns; otherwise the first plan at once), the CRD
+   * following (unless scanning is disabled), the idle collector (unless
+   * `settings.process.idleGcDelay` is null). They stop by {@link ORCHESTRATION_GROUPS}.
+   * @throws the error a part failed with (told to `onFailure` when it failed), after the stop.
+   */
   async run(): Promise<void> {
     const { client, signal, settings } = this.#scope;
-    const tasks: Promise<unknown>[] = [];
     try {
       await this.#resolve();
     } catch (error) {
@@ -221,37 +271,109 @@ export class Orchestrator {
     if (!this.#scope.clusterwide && (!followed || settings.scanning.disabled)) {
       for (const ns of patterns.filter(isLiteralNamespace)) this.#namespaces.add(ns);
     }
-    if (followed && !settings.scanning.disabled) {
-      tasks.push(followNamespaces(this.#scope, {
+    await runParts({
+      signal,
+      groups: ORCHESTRATION_GROUPS,
+      onFailure: (error) => this.#callbacks.onFailure?.(error),
+      onMissing: (why) => void this.#missing.push(why),
+    }, async (parts) => {
+      await parts.start(this.#streamsPart());
+      if (followed && !settings.scanning.disabled) await parts.start(this.#namespacesPart());
+      else this.#planNow();
+      if (!settings.scanning.disabled) {
+        client.discovery.onChange(() =>
+          void this.#resolve().then(() => this.#replan(), (error) => {
+            if (!signal.aborted) this.#scope.logger.error(`Cannot re-read the resources: ${error}`);
+          })
+        );
+        await parts.start(this.#definitionsPart());
+      }
+      if (settings.process.idleGcDelay !== null) await parts.start(this.#idlePart());
+      // Followed namespaces are not known yet: the first plan, once they are, checks readiness.
+      if (this.#planned) this.#checkReady();
+    });
+  }
+
+  /**
+   * One of the orchestrator's own parts, listed by {@link Orchestrator.running} while it runs.
+   * @param name What it is.
+   * @param group Its stop group.
+   * @param run Runs it until its signal aborts.
+   * @returns The part.
+   */
+  #part(
+    name: string,
+    group: OrchestrationGroup,
+    run: (signal: AbortSignal) => Promise<void>,
+  ): Part {
+    return runningPart(name, group, (signal) => {
+      this.#running.add(name);
+      return run(signal).finally(() => this.#running.delete(name));
+    });
+  }
+
+  /**
+   * The watch streams as a part: the plans start and stop them, and they hear the term's signal
+   * themselves; at its stop, the part waits until every stream running then is `done`. (A run
+   * that stops before the term, on a part's failure, tells the streams too.)
+   */
+  #streamsPart(): Part {
+    return this.#part("the watch streams", "streams", async (signal) => {
+      await aborted(signal);
+      const streams = [...this.#streams.values()];
+      for (const stream of streams) stream.controller.abort();
+      await Promise.allSettled(streams.map((s) => s.done));
+    });
+  }
+
+  /**
+   * Following the namespaces that match the glob patterns, as a part. Without permission to
+   * watch namespaces, the literal names are served instead: then the part has done what it
+   * could, and stays until its stop (it is not reported as missing).
+   */
+  #namespacesPart(): Part {
+    const { client, settings, logger, namespaces } = this.#scope;
+    return this.#part("the namespace following", "intake", async (signal) => {
+      await followNamespaces({ client, settings, logger, namespaces, signal }, {
         served: this.#namespaces,
         onKnown: () => this.#planNow(),
         onChange: () => void this.#replan(),
-      }));
-    } else this.#planNow();
-    if (!settings.scanning.disabled) {
-      client.discovery.onChange(() =>
-        void this.#resolve().then(() => this.#replan(), (error) => {
-          if (!signal.aborted) this.#scope.logger.error(`Cannot re-read the resources: ${error}`);
-        })
-      );
-      tasks.push(
+      });
+      await aborted(signal);
+    });
+  }
+
+  /**
+   * Following the CRDs (the catalogue of resources is refreshed as they change), as a part. An
+   * error that ends it is logged, and does not stop the operator: the part is then reported as
+   * not running.
+   */
+  #definitionsPart(): Part {
+    const { client, logger } = this.#scope;
+    return this.#part(
+      "the CRD following",
+      "intake",
+      (signal) =>
         client.discovery.followDefinitions(signal, (error, retryInMs) => {
           const message = `Watching CustomResourceDefinitions: ${error.message}; ` +
             `retrying in ${(retryInMs / 1000).toFixed(1)}s`;
-          if (isRoutineSilence(error)) this.#scope.logger.info(message);
-          else this.#scope.logger.warning(message);
+          if (isRoutineSilence(error)) logger.info(message);
+          else logger.warning(message);
         }).catch((error) => {
-          if (!signal.aborted) this.#scope.logger.error(`Stopped following CRDs: ${error}`);
+          if (!signal.aborted) logger.error(`Stopped following CRDs: ${error}`);
         }),
-      );
-    }
-    if (settings.process.idleGcDelay !== null) tasks.push(this.#idle.run());
-    // Followed namespaces are not known yet: the first plan, once they are, checks readiness.
-    if (this.#planned) this.#checkReady();
-    await new Promise<void>((resolve) =>
-      signal.addEventListener("abort", () => resolve(), { once: true })
     );
-    await Promise.allSettled([...tasks, ...[...this.#streams.values()].map((s) => s.done)]);
+  }
+
+  /**
+   * The idle collector as a part. When it ends by itself (the setting was turned off, or the
+   * runtime offers no way to collect), it has nothing left to do: it stays until its stop.
+   */
+  #idlePart(): Part {
+    return this.#part("the idle collector", "idle", async (signal) => {
+      await this.#idle.run(signal);
+      await aborted(signal);
+    });
   }
 
   async #resolve(): Promise<void> {
