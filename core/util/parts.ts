@@ -15,7 +15,7 @@
  * @module
  */
 
-import { sleep } from "../../util/backoff.ts";
+import { sleep } from "./backoff.ts";
 import { firstLine } from "./errors.ts";
 
 /** A started part: when it serves, and when it has stopped. */
@@ -68,8 +68,8 @@ export interface RunPartsOptions {
   readonly groups: readonly StopGroup[];
   /**
    * Until when the run serves after `starting` resolved: until the signal aborts or a part fails
-   * (`"stopped"`), or not at all (`"started"`: `starting` is the run's life itself, as the
-   * operator's terms are for the endpoints and the connection).
+   * (`"stopped"`), or not at all (`"started"`: `starting` is the run's life itself, e.g. a
+   * loop awaited as the last step of the start).
    * @default "stopped"
    */
   readonly until?: "stopped" | "started";

@@ -19,6 +19,7 @@ import { detectShardedWatches, type ShardingDeps } from "../../engines/coordinat
 import type { OperatorSettings } from "../../settings/settings.ts";
 import { firstLine, OperatorStartError } from "./errors.ts";
 import type { ShardSpace } from "../../structs/shards.ts";
+import type { Part } from "../../util/parts.ts";
 
 /** A sharded replica's setup. */
 export interface Sharding {
@@ -107,6 +108,37 @@ export async function serveTerms(
     if (!leader?.lost.aborted || signal.aborted) break;
     if (settings.leadership.onLost === "exit") throw leader.lost.reason;
   }
+}
+
+/**
+ * The terms of service as a part (`core/util/parts.ts`, in the operator's first stop group): ready
+ * at once (a standby waits for the Lease as it serves), finished after the last term. The terms
+ * are the operator's life: when they end by themselves — a term that fails to start, a lost Lease
+ * with `onLost: "exit"` — `over` is told before the part settles, so the operator stops (its
+ * endpoints, then its connection) and fails with the terms' error rather than naming a missing
+ * part or logging it once more.
+ * @param leader The Lease's contender, if leader election is enabled.
+ * @param settings The operator's settings (`leadership.name`, `leadership.onLost`).
+ * @param observer Told whether this replica leads, if observed.
+ * @param serve Serves one term until its signal aborts; `halt` aborts on a lost Lease.
+ * @param over Told when the terms are over, whatever ended them: stops the operator.
+ * @returns The part, in the `terms` stop group.
+ */
+export function termsPart(
+  leader: LeaderElector | undefined,
+  settings: OperatorSettings,
+  observer: OperatorObserver | undefined,
+  serve: (signal: AbortSignal, halt?: AbortSignal) => Promise<void>,
+  over: () => void,
+): Part {
+  return {
+    name: "the terms of service",
+    group: "terms",
+    start: (signal) => ({
+      ready: Promise.resolve(),
+      finished: serveTerms(leader, settings, observer, signal, serve).finally(over),
+    }),
+  };
 }
 
 /**

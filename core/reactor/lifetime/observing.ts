@@ -15,7 +15,7 @@ import type { ActivityHandler } from "../../intents/handlers.ts";
 import type { OperatorSettings } from "../../settings/settings.ts";
 import { mayTrace } from "../../util/tracing_presence.ts";
 import type { Orchestrator } from "../causes/orchestration.ts";
-import type { Part } from "./parts.ts";
+import { aborted, type Part } from "../../util/parts.ts";
 
 /** What the operator reports to. */
 export interface Observation {
@@ -62,7 +62,7 @@ export async function startObservation(
   return { metricsUrl, engine, observer };
 }
 
-/** What {@link serveEndpoints} needs. */
+/** What {@link endpointParts} needs. */
 export interface EndpointsDeps {
   /** The metrics URL and engine. */
   readonly observation: Observation;
@@ -80,95 +80,113 @@ export interface EndpointsDeps {
   readonly indices: Readonly<Record<string, IndexView>>;
   /** The operator's client, for the probe handlers. */
   readonly client?: KubeClient | undefined;
-  /** Stops the servers: when the operator's terms are over, whatever ended them. */
-  readonly signal: AbortSignal;
   /** The serving orchestrator, if any (none while standing by). */
   readonly current: () => Orchestrator | undefined;
   /** The current term's pause switch, if any. */
   readonly pause: () => OperatorPause | undefined;
   /**
-   * What should run and does not (stale streams, a stopped webhook server, a fatal error being
-   * handled), or undefined when healthy: the liveness endpoint answers 503 with it.
+   * What should run and does not (stale streams, a stopped webhook server or endpoint, a fatal
+   * error being handled), or undefined when healthy: the liveness endpoint answers 503 with it.
    */
   readonly problems: () => string | undefined;
 }
 
-/** The running liveness and metrics endpoints. */
-export interface Endpoints {
-  /** Resolves when the servers have shut down (after the signal) and the engine is closed. */
-  stopped(): Promise<void>;
-}
-
 /**
- * Serves the liveness endpoint and the metrics; one server serves both when they share the host
- * and a fixed port. Both serve standbys too: else the kubelet restarts them, and a standby
- * reports its API requests and `leader_election_master_status`.
- * @param deps URLs, engine, probe handlers, what is served now, and the signal.
- * @returns What waits for the servers to stop.
+ * The liveness and metrics endpoints as parts (`core/util/parts.ts`), each server its own part so
+ * that one which stops by itself is named (`"The metrics endpoint is not running: …"`): the
+ * liveness endpoint (it serves the metrics too when both URLs name the same host and a fixed
+ * port: one server, one part), the metrics endpoint on a server of its own, and the metrics
+ * engine (fed by the term's orchestrator and the client's counters). Each server part is ready
+ * once it listens (it throws at its start when it cannot bind) and finished once its server has
+ * shut down. They serve standbys too: else the kubelet restarts them, and a standby reports its
+ * API requests and `leader_election_master_status`.
+ * @param deps URLs, engine, probe handlers and what is served now.
+ * @returns The parts, in start order: the servers in the `endpoints` stop group, the engine in
+ *   the `connection` group (it stops counting the connection's requests after the servers that
+ *   render it stopped).
  */
-export function serveEndpoints(deps: EndpointsDeps): Endpoints {
+export function endpointParts(deps: EndpointsDeps): Part[] {
   const { metricsUrl, engine } = deps.observation;
-  engine?.attach({
-    inventory: () => deps.current()?.inventory() ?? [],
-    paused: () => deps.pause()?.paused ?? false,
-    indices: () =>
-      Object.fromEntries(
-        Object.entries(deps.current()?.indices ?? {}).map(([name, index]) => [name, index.size]),
-      ),
-  });
   const render = engine && (async () => {
     const { text, contentType } = await engine.exposition();
     return new Response(text, { headers: { "Content-Type": contentType } });
   });
-  const routes = render && metricsUrl && deps.liveness && sameServer(deps.liveness, metricsUrl)
-    ? { [new URL(metricsUrl).pathname]: render }
-    : undefined;
-  const liveness = deps.liveness
-    ? serveLiveness({
-      url: deps.liveness,
-      handlers: deps.probes,
-      memo: deps.memo,
-      settings: deps.settings,
-      logger: deps.logger,
-      problems: deps.problems,
-      indices: deps.indices,
-      client: deps.client,
-      signal: deps.signal,
-      ...(routes ? { routes } : {}),
-    })
-    : undefined;
-  const metricsServer = render && metricsUrl && !routes
-    ? serveMetrics({ url: metricsUrl, render, signal: deps.signal })
-    : undefined;
-  if (metricsUrl) {
-    const url = new URL(metricsUrl);
-    url.port = String(metricsServer?.port ?? liveness?.port ?? url.port);
-    deps.logger.info(`Serving metrics at ${url.href}`);
-  }
+  const served = render && metricsUrl ? { url: metricsUrl, render } : undefined;
+  const shared = served && deps.liveness && sameServer(deps.liveness, served.url);
+  const parts: Part[] = [];
+  if (engine) parts.push(enginePart(engine, deps));
+  if (deps.liveness) parts.push(livenessPart(deps, deps.liveness, shared ? served : undefined));
+  if (served && !shared) parts.push(metricsPart(deps, served));
+  return parts;
+}
+
+/** The metrics to serve: where, and how to render them. */
+interface ServedMetrics {
+  readonly url: string;
+  readonly render: () => Promise<Response>;
+}
+
+/** The metrics engine as a part: fed from its start, closed at its stop. */
+function enginePart(engine: MetricsEngine, deps: EndpointsDeps): Part {
   return {
-    stopped: async () => {
-      await liveness?.finished;
-      await metricsServer?.finished;
-      engine?.close();
+    name: "the metrics engine",
+    group: "connection",
+    start: (signal) => {
+      engine.attach({
+        inventory: () => deps.current()?.inventory() ?? [],
+        paused: () => deps.pause()?.paused ?? false,
+        indices: () =>
+          Object.fromEntries(
+            Object.entries(deps.current()?.indices ?? {}).map(([name, i]) => [name, i.size]),
+          ),
+      });
+      return { ready: Promise.resolve(), finished: aborted(signal).then(() => engine.close()) };
     },
   };
 }
 
-/**
- * The liveness and metrics endpoints as a part (`parts.ts`): serving at once, finished when the
- * servers have shut down after the part's stop signal and the engine is closed.
- * @param deps URLs, engine, probe handlers and what is served now (the signal is the part's).
- * @returns The part, in the `endpoints` stop group.
- */
-export function endpointsPart(deps: Omit<EndpointsDeps, "signal">): Part {
+/** The liveness endpoint's server as a part; with `metrics`, it serves them on its port too. */
+function livenessPart(deps: EndpointsDeps, url: string, metrics: ServedMetrics | undefined): Part {
   return {
-    name: "the liveness and metrics endpoints",
+    name: metrics ? "the liveness and metrics endpoints" : "the liveness endpoint",
     group: "endpoints",
-    start: (signal) => ({
-      ready: Promise.resolve(),
-      finished: serveEndpoints({ ...deps, signal }).stopped(),
-    }),
+    start: (signal) => {
+      const server = serveLiveness({
+        url,
+        handlers: deps.probes,
+        memo: deps.memo,
+        settings: deps.settings,
+        logger: deps.logger,
+        problems: deps.problems,
+        indices: deps.indices,
+        client: deps.client,
+        signal,
+        ...(metrics ? { routes: { [new URL(metrics.url).pathname]: metrics.render } } : {}),
+      });
+      if (metrics) tellMetricsUrl(deps.logger, metrics.url, server.port);
+      return { ready: Promise.resolve(), finished: server.finished };
+    },
   };
+}
+
+/** The metrics endpoint's own server as a part. */
+function metricsPart(deps: EndpointsDeps, metrics: ServedMetrics): Part {
+  return {
+    name: "the metrics endpoint",
+    group: "endpoints",
+    start: (signal) => {
+      const server = serveMetrics({ url: metrics.url, render: metrics.render, signal });
+      tellMetricsUrl(deps.logger, metrics.url, server.port);
+      return { ready: Promise.resolve(), finished: server.finished };
+    },
+  };
+}
+
+/** Logs where the metrics are served, with the port actually bound (for port 0). */
+function tellMetricsUrl(logger: Logger, metricsUrl: string, port: number): void {
+  const url = new URL(metricsUrl);
+  url.port = String(port);
+  logger.info(`Serving metrics at ${url.href}`);
 }
 
 /** Whether two endpoint URLs name the same host and (fixed) port, so one server serves both. */

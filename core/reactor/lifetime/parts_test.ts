@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { createSettings } from "../../settings/settings.ts";
-import { aborted, disposedPart, type Part, runParts, type RunPartsOptions } from "./parts.ts";
+import {
+  aborted,
+  disposedPart,
+  type Part,
+  runParts,
+  type RunPartsOptions,
+} from "../../util/parts.ts";
 import { termGroups } from "./stopping.ts";
 
 /** A part that records its start, when it is told to stop, and when it finished. */
@@ -209,7 +215,7 @@ Deno.test("a part in no group of the run is refused", async () => {
   );
 });
 
-Deno.test("until started: the run stops as soon as its starting is over (operator())", async () => {
+Deno.test("until started: the run stops as soon as its starting is over", async () => {
   const log: string[] = [];
   const groups = [
     { name: "endpoints", told: "in turn" },

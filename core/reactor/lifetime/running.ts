@@ -2,11 +2,12 @@
  * Running an operator: connect, check the cluster is reachable, start the Events poster and the
  * orchestration of watch streams, and stop everything in order when asked.
  *
- * Stop sequence: the stop signal aborts the watch streams and the handlers' signals; workers get
- * `settings.process.gracePeriod` seconds to finish their current cycle; queued Events are posted;
- * the term's other parts stop by their groups (`stopping.ts`); then the operator's own parts stop
- * (`parts.ts`): the liveness and metrics endpoints, then the connection; the cleanup handlers
- * run; then `operator()` resolves.
+ * The operator is a list of parts (`core/util/parts.ts`): the connection, the liveness and
+ * metrics endpoints, the terms of service. Stop sequence: the stop signal aborts the watch
+ * streams and the handlers' signals; workers get `settings.process.gracePeriod` seconds to finish
+ * their current cycle; queued Events are posted; the term's other parts stop by their groups
+ * (`stopping.ts`); then the operator's groups stop in turn: the endpoints, then the connection;
+ * the cleanup handlers run; then `operator()` resolves.
  *
  * The parts live beside: connecting and logging in (`connecting.ts`), metrics, tracing and the
  * liveness endpoint (`observing.ts`), leader election and sharding (`coordinating.ts`), one term
@@ -31,10 +32,16 @@ import { createSettings, type OperatorSettings } from "../../settings/settings.t
 import type { NamespacePattern } from "../../structs/namespaces.ts";
 import { activityIndices } from "./activity_indices.ts";
 import { checkConnection, connect } from "./connecting.ts";
-import { serveTerms, type Sharding, startCoordination } from "./coordinating.ts";
+import { type Sharding, startCoordination, termsPart } from "./coordinating.ts";
 import { firstLine, OperatorStartError } from "./errors.ts";
-import { endpointsPart, type Observation, startObservation } from "./observing.ts";
-import { disposedPart, type Part, type PartsStarter, runParts, type StopGroup } from "./parts.ts";
+import { endpointParts, type Observation, startObservation } from "./observing.ts";
+import {
+  disposedPart,
+  type Part,
+  type PartsStarter,
+  runParts,
+  type StopGroup,
+} from "../../util/parts.ts";
 import type { OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { serveTerm, type ServingDeps } from "./serving.ts";
 import { watchSelectors } from "../streams/watch_selectors.ts";
@@ -43,11 +50,14 @@ export { httpOptions } from "./connecting.ts";
 export { OperatorStartError } from "./errors.ts";
 
 /**
- * The stop groups of the operator's own parts, in their stop order, once its terms are over:
- * the liveness and metrics endpoints (they serve standbys and a stopping operator too), then the
- * connection (its pooled connections closed; the cleanup handlers run after it).
+ * The stop groups of the operator's own parts, in their stop order: the terms of service, told at
+ * once (the current term stops by its own groups, `stopping.ts`); then the liveness and metrics
+ * endpoints, in turn (they serve standbys and a stopping operator too); then the connection and
+ * the metrics engine that counts its requests (pooled connections closed; the cleanup handlers
+ * run after it).
  */
 const OPERATOR_GROUPS: readonly StopGroup[] = [
+  { name: "terms", told: "at once" },
   { name: "endpoints", told: "in turn" },
   { name: "connection", told: "in turn" },
 ];
@@ -149,43 +159,49 @@ async function runOperator(options: OperatorOptions, scope: OperatorScope): Prom
   try {
     await runActivities(run, "startup", run.signal);
     checkStartup(run);
-    // The terms are the operator's life: when they are over, whatever ended them (the
-    // operator's stop, or a term that fails to start), the endpoints stop, then the connection.
-    await runParts(
-      { signal: run.signal, groups: OPERATOR_GROUPS, until: "started" },
-      (parts) => serveOperator(run, scope, parts),
-    );
+    await serveOperator(run, scope);
   } finally {
     await cleanup(run);
   }
 }
 
 /**
- * The operator's life after its startup handlers: connect, start reporting, check the cluster is
- * reachable, start the coordination and the endpoints, then serve the terms until they are over.
+ * The operator's life after its startup handlers, as a list of parts: the connection, the
+ * endpoints, the terms of service (with the checks and setup between them), run until the
+ * operator's stop or until the terms are over; then they stop in the groups' order.
+ *
+ * An endpoint that stops by itself meanwhile is logged and named by the liveness endpoint (503);
+ * a part that fails stops the operator with its error, as a failing watch stream does.
  */
-async function serveOperator(
-  run: OperatorRun,
-  scope: OperatorScope,
-  parts: PartsStarter,
-): Promise<void> {
+async function serveOperator(run: OperatorRun, scope: OperatorScope): Promise<void> {
   const { settings, logger, signal } = run;
-  const client = await connectClient(run, parts);
-  scope.connection = client.http.connection;
-  const observation = await startObservation(settings, run.options.metricsEngine, client);
-  const poster = startPoster(run, client, observation.observer);
-  await checkConnection(client, signal);
-  const { sharding, leader } = await startCoordination(client, settings, logger, signal);
-  // While a fatal error stops the operator, the endpoints stay up and answer 503 with it.
-  await parts.start(operatorEndpoints(run, observation, client));
-  const serving = servingDeps(run, client, poster, observation.observer, sharding);
-  await serveTerms(
-    leader,
-    settings,
-    observation.observer,
-    signal,
-    (s, halt) => serveTerm(serving, s, halt),
-  );
+  // The terms are the operator's life: when they are over by themselves (a term that fails to
+  // start, a lost Lease that exits), the endpoints stop, then the connection.
+  const over = new AbortController();
+  await runParts({
+    signal: AbortSignal.any([signal, over.signal]),
+    groups: OPERATOR_GROUPS,
+    onMissing: (why) => {
+      run.missing.push(why);
+      logger.error(why);
+    },
+    // The terms' own error is the operator's (thrown once they stopped), not a fatal error more.
+    onFailure: (error) => {
+      if (!over.signal.aborted) failOperator(run, error);
+    },
+  }, async (parts) => {
+    const client = await connectClient(run, parts);
+    scope.connection = client.http.connection;
+    const observation = await startObservation(settings, run.options.metricsEngine, client);
+    const poster = startPoster(run, client, observation.observer);
+    await checkConnection(client, signal);
+    const { sharding, leader } = await startCoordination(client, settings, logger, signal);
+    // While a fatal error stops the operator, the endpoints stay up and answer 503 with it.
+    for (const part of operatorEndpoints(run, observation, client)) await parts.start(part);
+    const serving = servingDeps(run, client, poster, observation.observer, sharding);
+    const serve = (s: AbortSignal, halt?: AbortSignal) => serveTerm(serving, s, halt);
+    await parts.start(termsPart(leader, settings, observation.observer, serve, () => over.abort()));
+  });
   if (run.failure.signal.aborted) throw run.failure.signal.reason;
 }
 
@@ -209,6 +225,8 @@ interface OperatorRun {
   fatal: string | undefined;
   /** What of the current term's parts does not run (e.g. a webhook server that stopped). */
   termProblems: (() => string | undefined) | undefined;
+  /** What of the operator's own parts stopped by itself (e.g. the metrics endpoint). */
+  readonly missing: string[];
   /** The serving orchestrator, once there is one (the liveness endpoint serves standbys too). */
   current: Orchestrator | undefined;
   /** The current term's pause (the liveness endpoint and the metrics serve standbys too). */
@@ -240,6 +258,7 @@ function prepareRun(options: OperatorOptions): OperatorRun {
     indices: activityIndices(registry.indexIds(), () => run.current),
     fatal: undefined,
     termProblems: undefined,
+    missing: [],
     current: undefined,
     pause: undefined,
   };
@@ -313,10 +332,17 @@ function startPoster(
   return poster;
 }
 
-/** The liveness and metrics endpoints: they read the current term, and why the operator stops. */
-function operatorEndpoints(run: OperatorRun, observation: Observation, client: KubeClient): Part {
+/**
+ * The liveness and metrics endpoints: they read the current term, why the operator stops, and
+ * which of the operator's own parts stopped by itself.
+ */
+function operatorEndpoints(
+  run: OperatorRun,
+  observation: Observation,
+  client: KubeClient,
+): Part[] {
   const { options, registry, memo, settings, logger, indices } = run;
-  return endpointsPart({
+  return endpointParts({
     observation,
     liveness: options.liveness,
     probes: registry.activities("probe"),
@@ -330,6 +356,7 @@ function operatorEndpoints(run: OperatorRun, observation: Observation, client: K
     problems: () => {
       const problems = [
         run.fatal && `The operator is stopping after a fatal error: ${run.fatal}`,
+        ...run.missing,
         run.termProblems?.(),
         run.current?.problems(),
       ].filter(Boolean);
@@ -370,9 +397,9 @@ function servingDeps(
 }
 
 /**
- * A watch stream or the webhook server failing on its own stops the operator as running out of
- * credentials does: as a stop request would, then it fails with the error (rather than going on
- * without them).
+ * A watch stream, the webhook server or an endpoint failing on its own stops the operator as
+ * running out of credentials does: as a stop request would, then it fails with the error
+ * (rather than going on without them).
  */
 function failOperator(run: OperatorRun, error: unknown): void {
   if (run.signal.aborted) return;
