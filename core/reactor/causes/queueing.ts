@@ -10,19 +10,21 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
 import type { QueueingSettings } from "../../settings/settings.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { sleep } from "../../util/backoff.ts";
-import type { AdmissionGate } from "../../util/gate.ts";
 import type { Semaphore } from "../../util/semaphore.ts";
-import type { OperatorObserver } from "../../engines/observability/observers.ts";
 import type { Memo } from "../../intents/contexts.ts";
 import type { Spawner } from "../../engines/runners/daemons.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
 
-/** What the queue needs. */
-export interface QueueDeps {
+/**
+ * What the queue needs: the operator's logger, its limiter, admission gate and observer (from
+ * the scope), and what is the stream's own — its settings, its cycle, its memos, its stop signal
+ * and its name.
+ */
+export type QueueDeps = Pick<OperatorScope, "logger" | "limiter" | "gate" | "observer"> & {
   /** `settings.queueing` (read live). */
   readonly settings: QueueingSettings;
   /** Processes one event; the queue guarantees one call at a time per object. */
@@ -34,24 +36,13 @@ export interface QueueDeps {
    * dropped, and made anew by the object's next event). Unset: memories are kept until deletion.
    */
   readonly forgettable?: ((memory: ObjectMemory) => boolean) | undefined;
-  /** Where unexpected errors are logged. */
-  readonly logger: Logger;
-  /** Stops the workers. */
+  /** Stops the workers (the stream's signal). */
   readonly signal: AbortSignal;
-  /** Bounds concurrent processing across objects (shared between queues if given). */
-  readonly limiter?: Semaphore | undefined;
   /** Bounds concurrent processing of this queue's objects (`settings.queueing.workerLimit`). */
   readonly streamLimiter?: Semaphore | undefined;
-  /**
-   * Admits cycles (`settings.queueing.admissionLimit`, shared by all queues): a worker waits for
-   * it before it takes its latest event, so events keep coalescing meanwhile.
-   */
-  readonly gate?: AdmissionGate | undefined;
-  /** Observes queueing (metrics): adds, waits, retries. */
-  readonly observer?: OperatorObserver | undefined;
   /** The queue's name for the observer (the resource). @default "" */
   readonly name?: string | undefined;
-}
+};
 
 /** The key of an object: its uid, or namespace/name when it has none. */
 export function objectKey(body: KubeObject): string {

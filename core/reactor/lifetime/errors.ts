@@ -1,5 +1,6 @@
 /**
- * The operator's own start failure, and how any error is quoted in one log line.
+ * The operator's own start failure (and, from core/util/errors.ts, how any error is quoted in
+ * one log line).
  * @module
  */
 
@@ -17,11 +18,4 @@ export class OperatorStartError extends Error {
   }
 }
 
-/**
- * The first line of an error's message (or of the thrown value), for one-line log messages.
- * @param error Anything thrown.
- * @returns The message's first line.
- */
-export function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
-}
+export { firstLine } from "../../util/errors.ts";

@@ -32,7 +32,7 @@ import { type OperatorStats, Orchestrator } from "../causes/orchestration.ts";
 import { ReconcileControllers } from "../reconcile/reconciling.ts";
 import type { SharedInformers } from "../streams/sharing.ts";
 import { operatorScope } from "../scope/scope.ts";
-import { aborted, disposedPart, type Part, runningPart, runParts } from "./parts.ts";
+import { aborted, disposedPart, type Part, runningPart, runParts } from "../../util/parts.ts";
 import { termGroups } from "./stopping.ts";
 
 /** What a term of service needs: the operator's parts, and where to tell what it runs. */

@@ -19,7 +19,7 @@
  */
 
 import type { OperatorSettings } from "../../settings/settings.ts";
-import type { StopGroup } from "./parts.ts";
+import type { StopGroup } from "../../util/parts.ts";
 
 /** The stop groups of a term's parts. */
 export type TermGroup =

@@ -5,31 +5,27 @@
  * @module
  */
 
-import type { Logger } from "../../actions/loggers.ts";
 import { applyObject } from "../../client/applying.ts";
 import { CacheMissError, type InformerCache } from "../../client/caching.ts";
-import type { KubeClient } from "../../client/client.ts";
 import type { ReconcileApplyOptions } from "../../intents/reconciliation.ts";
 import { deepEqual } from "../../structs/dicts.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { type Resource, resourceName } from "../../structs/resources.ts";
+import type { OperatorScope } from "../scope/scope.ts";
 import { contains, firstDifference } from "./apply.ts";
 
-/** What a {@link ReconcileApplier} needs. */
-export interface ReconcileApplierDeps {
-  /** The cluster connection. */
-  readonly client: KubeClient;
+/**
+ * What a {@link ReconcileApplier} needs: the operator's client (`ctx.apply()` writes and
+ * discovers with it) and its stop signal, with the controller's logger, and what is its own.
+ */
+export type ReconcileApplierDeps = Pick<OperatorScope, "client" | "logger" | "signal"> & {
   /** The shared informer cache (read, and told of what was stored). */
   readonly cache: InformerCache;
   /** The resources the controller resolved (filled as it starts); others are discovered. */
   readonly known: readonly Resource[];
   /** The handler's field manager (the default of `ctx.apply()`'s option). */
   readonly fieldManager: string;
-  /** The controller's logger (debug lines on what differs). */
-  readonly logger: Logger;
-  /** Stops discovery. */
-  readonly signal: AbortSignal;
-}
+};
 
 /** `ctx.apply()` of one reconcile handler, remembering what each field manager applied last. */
 export class ReconcileApplier {
