@@ -66,13 +66,6 @@ export interface RunPartsOptions {
   readonly signal: AbortSignal;
   /** The stop groups, in their stop order. */
   readonly groups: readonly StopGroup[];
-  /**
-   * Until when the run serves after `starting` resolved: until the signal aborts or a part fails
-   * (`"stopped"`), or not at all (`"started"`: `starting` is the run's life itself, e.g. a
-   * loop awaited as the last step of the start).
-   * @default "stopped"
-   */
-  readonly until?: "stopped" | "started";
   /** Told once when a part fails (its `finished` rejects) after all parts have started. */
   readonly onFailure?: (error: unknown) => void;
   /** Told why when a part stops on its own (resolves or rejects) while the run should go on. */
@@ -113,7 +106,7 @@ export async function runParts(
     await run.stop().catch(() => {}); // the start's error is the one to tell
     throw error;
   }
-  if (options.until !== "started") await run.serve();
+  await run.serve();
   options.onStopping?.();
   await run.stop();
 }

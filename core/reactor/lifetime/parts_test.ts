@@ -214,27 +214,3 @@ Deno.test("a part in no group of the run is refused", async () => {
     /stray: no stop group elsewhere/,
   );
 });
-
-Deno.test("until started: the run stops as soon as its starting is over", async () => {
-  const log: string[] = [];
-  const groups = [
-    { name: "endpoints", told: "in turn" },
-    { name: "connection", told: "in turn" },
-  ] as const;
-  const connection = { [Symbol.dispose]: () => void log.push("disposed connection") };
-  await runParts(
-    { signal: new AbortController().signal, groups, until: "started" },
-    async (parts) => {
-      await parts.start(disposedPart("the connection", "connection", connection));
-      await parts.start(recorded(log, "endpoints", "endpoints"));
-      log.push("terms over");
-    },
-  );
-  assert.deepEqual(log, [
-    "start endpoints",
-    "terms over",
-    "told endpoints",
-    "stopped endpoints",
-    "disposed connection",
-  ]);
-});
