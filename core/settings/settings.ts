@@ -48,6 +48,14 @@ export interface ProcessSettings {
    * time in an idle process. @default 10
    */
   idleGcDelay: number | null;
+  /**
+   * During a burst, one full garbage collection after every this many processing cycles (null:
+   * never). V8 lets its heap fill with a burst's garbage between its own major collections, so
+   * a backlog's peak grew by ~23 KiB per object; collecting every 4,000 cycles (a pause of a few
+   * milliseconds) took a 5,000-object backlog's peak from 160 to ~130 MiB (docs/performance.md,
+   * round 8). Not in Kopf. @default 4000
+   */
+  burstGcCycles: number | null;
 }
 
 /** `settings.posting`: object log messages posted as Kubernetes Events. */
@@ -196,6 +204,15 @@ export interface QueueingSettings {
    * `null`: unlimited. @default 64
    */
   admissionLimit: number | null;
+  /**
+   * While a stream lists its objects, it reads the next listed object only while fewer than
+   * this many of its objects wait for their first processing cycle (null: it reads on at once).
+   * The listing's pages then arrive as fast as they are processed, and a backlog of thousands of
+   * objects is not held in memory all at once. A listing is held up for 60 seconds in all at
+   * most (then it reads on), so its pages' continue tokens cannot expire. Not in Kopf.
+   * @default 300
+   */
+  listingBacklog: number | null;
   /** An idle per-object worker exits after this long. @default 5 */
   idleTimeout: number;
   /**
@@ -370,6 +387,7 @@ export function createSettings(
   const queueing: QueueingSettings = {
     workerLimit: null,
     admissionLimit: 64,
+    listingBacklog: 300,
     idleTimeout: 5,
     batchWindow: 0,
     kopfBatching: false,
@@ -383,6 +401,7 @@ export function createSettings(
       ultimateExitingTimeout: 600,
       gracePeriod: 5,
       idleGcDelay: 10,
+      burstGcCycles: 4000,
       ...overrides.process,
     },
     posting: {

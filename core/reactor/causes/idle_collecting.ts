@@ -3,20 +3,24 @@
  * of processing, once the operator has idled for the delay with no worker running, then the C
  * allocator's free pages returned (see core/util/memory.ts). The burst's spare kept-alive
  * connections are closed first. Once per burst, never a periodic chore of an idle operator.
+ *
+ * Within a long burst (a backlog), one full collection every `settings.process.burstGcCycles`
+ * cycles: V8 lets its heap fill with the burst's garbage between its own major collections,
+ * which made a backlog's peak grow with its size (docs/performance.md, round 8).
  * @module
  */
 
 import type { HttpClient } from "../../client/http.ts";
 import { sleep } from "../../util/backoff.ts";
-import { releaseMemory } from "../../util/memory.ts";
+import { collectGarbage, releaseMemory } from "../../util/memory.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 
 /** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
 const IDLE_CONNECTIONS_KEPT = 2;
 
 /**
- * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`, read anew on
- * every round), the logger, and the client whose spare idle connections are closed.
+ * The operator's parts the idle collector uses: the settings (`process.idleGcDelay` and
+ * `process.burstGcCycles`, read anew each time), the logger, and the client whose spare idle connections are closed.
  */
 export type IdleScope =
   & Pick<OperatorScope, "settings" | "logger">
@@ -33,21 +37,35 @@ export class IdleCollector {
   /** Processing cycles since the last collection, and when the last one began. */
   #cycles = 0;
   #lastCycleAt = 0;
+  /** Cycles since the last collection within the burst (`process.burstGcCycles`). */
+  #sinceCollected = 0;
+  /** One full garbage collection. */
+  #collect: () => unknown;
 
   /**
    * A collector that runs once `run()` is called.
    * @param scope The operator's parts it uses.
    * @param busy Whether a worker runs now: no collection in the middle of a cycle.
+   * @param collect One full garbage collection within a burst. @default collectGarbage
    */
-  constructor(scope: IdleScope, busy: () => boolean) {
+  constructor(scope: IdleScope, busy: () => boolean, collect: () => unknown = collectGarbage) {
     this.#scope = scope;
     this.#busy = busy;
+    this.#collect = collect;
   }
 
-  /** Notes that a processing cycle begins: the burst goes on. */
+  /**
+   * Notes that a processing cycle begins: the burst goes on. Every `process.burstGcCycles`
+   * cycles, one full garbage collection (a pause of a few milliseconds).
+   */
   cycle(): void {
     this.#cycles++;
     this.#lastCycleAt = performance.now();
+    const every = this.#scope.settings.process.burstGcCycles;
+    if (every && ++this.#sinceCollected >= every) {
+      this.#sinceCollected = 0;
+      void this.#collect();
+    }
   }
 
   /**

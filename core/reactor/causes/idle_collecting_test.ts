@@ -62,3 +62,25 @@ Deno.test("IdleCollector: waits while a worker runs", async () => {
   controller.abort();
   await running;
 });
+
+Deno.test("IdleCollector: within a burst, one collection every burstGcCycles cycles; none when null", () => {
+  const logger = new Logger(["kopf", "test"]);
+  const client = { http: { closeIdle: () => 0 } };
+  let collected = 0;
+  const every3 = new IdleCollector(
+    { client, logger, settings: createSettings({ process: { burstGcCycles: 3 } }) },
+    () => true,
+    () => collected++,
+  );
+  for (let i = 0; i < 8; i++) every3.cycle();
+  assert.equal(collected, 2); // after the 3rd and the 6th cycle
+
+  const settings = createSettings({ process: { burstGcCycles: null } });
+  const never = new IdleCollector({ client, logger, settings }, () => true, () => collected++);
+  for (let i = 0; i < 10_000; i++) never.cycle();
+  assert.equal(collected, 2);
+  // Read anew: turned on later, it counts from then.
+  settings.process.burstGcCycles = 4;
+  for (let i = 0; i < 4; i++) never.cycle();
+  assert.equal(collected, 3);
+});

@@ -83,11 +83,22 @@ class ObjectWorker {
   ) {
     this.pending = first;
     if (queue.deps.observer) this.pendingSince = performance.now();
-    this.done = this.#run();
+    queue.unstarted(+1);
+    this.done = this.#run().finally(() => this.#begin());
   }
 
   /** Set once the object's DELETED event was processed: its memory can go. */
   gone = false;
+
+  /** Whether the worker was admitted to its first cycle (or exited before that). */
+  #begun = false;
+
+  /** The worker was admitted to its first cycle, or exits: it no longer waits to begin. */
+  #begin(): void {
+    if (this.#begun) return;
+    this.#begun = true;
+    this.queue.unstarted(-1);
+  }
 
   /** The resourceVersion the last cycle left the object at. */
   #processed: string | undefined;
@@ -183,6 +194,7 @@ class ObjectWorker {
       // No wait at all when admitted at once: a new object's first event is taken in this turn.
       const admission = deps.gate?.enter(deps.signal);
       if (admission && !await admission.then(() => true, () => false)) break; // the queue stops
+      this.#begin();
       const event = this.#takeEvent();
       if (!event) {
         deps.gate?.leave(); // nothing new to process after all
@@ -382,6 +394,54 @@ export class ObjectQueue {
   /** Workers waiting with nothing due, and since when (insertion order is idle order). */
   #idle = new Map<ObjectWorker, number>();
   #sweeper: ReturnType<typeof setInterval> | undefined;
+  /** Workers not yet admitted to their first cycle (e.g. a listing's objects). */
+  #waiting = 0;
+  /** Who waits for {@link room}: how few waiting workers they wait for. */
+  #roomWaiters: { below: number; resolve: () => void }[] = [];
+
+  /** How many objects wait for their first cycle (a listing's backlog). */
+  get unbegun(): number {
+    return this.#waiting;
+  }
+
+  /**
+   * A worker begins to wait for its first cycle (+1), or stops waiting (-1).
+   * @param change +1 or -1.
+   */
+  unstarted(change: 1 | -1): void {
+    this.#waiting += change;
+    if (change > 0 || !this.#roomWaiters.length) return;
+    const ready = this.#roomWaiters.filter((w) => this.#waiting < w.below);
+    if (!ready.length) return;
+    this.#roomWaiters = this.#roomWaiters.filter((w) => this.#waiting >= w.below);
+    for (const waiter of ready) waiter.resolve();
+  }
+
+  /**
+   * Waits while `limit` or more objects wait for their first cycle, until half as many do (so a
+   * listing reads on in runs, not object by object), or the signal aborts.
+   * @param limit How many waiting objects are too many.
+   * @param signal Ends the wait early.
+   * @returns Undefined when there is room now; else a promise that resolves when there is.
+   */
+  room(limit: number, signal: AbortSignal): Promise<void> | undefined {
+    if (this.#waiting < limit || signal.aborted) return undefined;
+    return new Promise<void>((resolve) => {
+      const waiter = {
+        below: Math.max(1, Math.ceil(limit / 2)),
+        resolve: () => {
+          signal.removeEventListener("abort", done);
+          resolve();
+        },
+      };
+      const done = () => {
+        this.#roomWaiters = this.#roomWaiters.filter((w) => w !== waiter);
+        resolve();
+      };
+      signal.addEventListener("abort", done, { once: true });
+      this.#roomWaiters.push(waiter);
+    });
+  }
 
   /**
    * A worker waits with nothing due: it exits once idle for `settings.queueing.idleTimeout`.

@@ -607,3 +607,44 @@ Deno.test({
     }
   },
 });
+
+Deno.test("unbegun and room(): objects waiting for their first cycle, and waiting until half as many do", async () => {
+  // One cycle at a time, held until released: the other objects wait for their first cycle.
+  const releases: (() => void)[] = [];
+  const h = harness(
+    () => new Promise<CycleResult>((resolve) => releases.push(() => resolve({}))),
+    {},
+    undefined,
+    undefined,
+    new AdmissionGate(1),
+  );
+  for (let i = 0; i < 6; i++) h.queue.push(ev(`u${i}`, "1", "ADDED"));
+  await until(() => releases.length === 1, "the first cycle");
+  assert.equal(h.queue.unbegun, 5); // the first one began
+  const signal = new AbortController().signal;
+  assert.equal(h.queue.room(6, signal), undefined); // fewer than 6 wait: room at once
+  let roomy = false;
+  const room = h.queue.room(4, signal)!.then(() => roomy = true);
+  // 5 wait; room comes when fewer than 2 (half of 4) wait: after four more cycles began.
+  for (let begun = 1; begun <= 3; begun++) {
+    releases[begun - 1]!();
+    await until(() => releases.length === begun + 1, `cycle ${begun + 1}`);
+    assert.equal(roomy, false, `no room with ${h.queue.unbegun} waiting`);
+  }
+  releases[3]!();
+  await room;
+  assert.equal(h.queue.unbegun, 1);
+  // A wait ends with its signal too.
+  const stopper = new AbortController();
+  const waiting = h.queue.room(1, stopper.signal)!;
+  stopper.abort();
+  await waiting;
+  for (const release of releases.slice(4)) release();
+  releases.splice(0).forEach((release) => release());
+  while (h.queue.unbegun) {
+    await sleep(5);
+    releases.splice(0).forEach((release) => release());
+  }
+  await h.stop();
+  assert.equal(h.queue.unbegun, 0);
+});

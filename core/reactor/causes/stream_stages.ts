@@ -11,6 +11,7 @@
  *  → indexer       index handlers, on the stream itself
  *  → queueRouter   to the object's worker (ObjectQueue), or not at all
  *      → cycleRunner     waits out a pause, then one processing cycle (observed)
+ *  → listingBrake  a listing reads on only as its objects begin to be processed
  * closeStream      on exit: daemons and timers stopped, the queue drained
  * ```
  *
@@ -33,6 +34,7 @@ import type { Memo, ResourceContext } from "../../intents/contexts.ts";
 import type { OperatorSettings, WatchingSettings } from "../../settings/settings.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import type { Resource } from "../../structs/resources.ts";
+import { sleep } from "../../util/backoff.ts";
 import {
   effectiveShardKey,
   shardOfObject,
@@ -323,6 +325,50 @@ export function queueRouter(
     if (event.type === "delete") queue.push({ type: "DELETED", body: event.object });
     else if (!event.unchanged) queue.push({ type: event.raw, body: event.object });
     else if (rawHandlers) queue.push({ type: null, body: event.object, forced: true });
+  };
+}
+
+/** How long a listing is held up by {@link listingBrake} in all, at most, in milliseconds. */
+export const LISTING_HOLD_MS = 60_000;
+
+/**
+ * Holds a listing back while too many of the stream's objects wait for their first cycle
+ * (`settings.queueing.listingBacklog`): the listing's next page is then requested only as the
+ * objects are processed, so a backlog of thousands of objects is not in memory all at once.
+ * Only listed objects wait, never watch events (a watch must be read on, or the API server
+ * drops it). A listing is held up for {@link LISTING_HOLD_MS} in all at most, after which it
+ * reads on: the continue tokens of its pages must not expire (etcd compacts every 5 minutes).
+ * @param queue The stream's queue (how many of its objects wait, and waiting for fewer).
+ * @param limit `settings.queueing.listingBacklog`: null turns the brake off.
+ * @param signal Ends the wait.
+ * @param now The clock (milliseconds). @default performance.now
+ * @returns The stage, or `undefined` when off or when the stream queues nothing.
+ */
+export function listingBrake(
+  queue: Pick<ObjectQueue, "room">,
+  limit: number | null,
+  signal: AbortSignal,
+  now: () => number = () => performance.now(),
+): ((event: WatchedEvent) => Promise<void> | undefined) | undefined {
+  if (!limit || limit <= 0) return undefined;
+  let held = 0; // this listing's hold so far
+  return (event) => {
+    if (event.type === "delete" || event.raw !== null) {
+      held = 0; // a watch event: the listing is over; the next one starts afresh
+      return undefined;
+    }
+    if (held >= LISTING_HOLD_MS) return undefined;
+    const wait = queue.room(limit, signal);
+    if (!wait) return undefined;
+    const since = now();
+    const timer = new AbortController();
+    return Promise.race([
+      wait,
+      sleep(LISTING_HOLD_MS - held, timer.signal).catch(() => {}),
+    ]).finally(() => {
+      timer.abort();
+      held += now() - since;
+    });
   };
 }
 

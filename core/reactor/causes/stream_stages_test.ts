@@ -19,6 +19,8 @@ import {
   cycleRunner,
   forgettable,
   indexer,
+  LISTING_HOLD_MS,
+  listingBrake,
   noticer,
   pausedSource,
   queueRouter,
@@ -271,6 +273,40 @@ Deno.test("queueRouter: changes and deletions queued; relisted unchanged objects
   assert.deepEqual(route("full", false), ["null", "MODIFIED", "DELETED"]);
   assert.deepEqual(route("full", true), ["null", "MODIFIED", "null forced", "DELETED"]);
   assert.deepEqual(route("index", true), []);
+});
+
+Deno.test("listingBrake: off when null; listed objects wait for room, watch events never; a listing is held up for a bounded time", async () => {
+  const signal = new AbortController().signal;
+  const asked: number[] = [];
+  let room: (() => void) | undefined;
+  const queue = {
+    room: (limit: number) => {
+      asked.push(limit);
+      return room ? undefined : new Promise<void>((resolve) => room = resolve);
+    },
+  };
+  assert.equal(listingBrake(queue, null, signal), undefined);
+  let clock = 0;
+  const brake = listingBrake(queue, 10, signal, () => clock)!;
+  const listed: WatchedEvent = { type: "apply", object: cm("a"), initial: true, raw: null };
+  const watched: WatchedEvent = { type: "apply", object: cm("a"), initial: false, raw: "ADDED" };
+  assert.equal(brake(watched), undefined); // a watch event is never held: the room is not asked
+  assert.deepEqual(asked, []);
+  const held = brake(listed)!;
+  assert.ok(held instanceof Promise);
+  assert.deepEqual(asked, [10]);
+  clock += LISTING_HOLD_MS; // the listing was held up for the whole bound…
+  room!();
+  await held;
+  room = undefined;
+  asked.length = 0;
+  assert.equal(brake(listed), undefined); // …so it reads on without asking
+  assert.deepEqual(asked, []);
+  assert.equal(brake(watched), undefined); // the listing is over: the next one is held again
+  const next = brake(listed);
+  assert.ok(next instanceof Promise);
+  room!();
+  await next;
 });
 
 Deno.test("cycleRunner: counted and observed; waits out a pause away from the admission gate; none after the stop", async () => {

@@ -22,6 +22,7 @@ import {
   cycleRunner,
   forgettable,
   indexer,
+  listingBrake,
   noticer,
   pausedSource,
   queueRouter,
@@ -105,11 +106,16 @@ export async function runStream(
       }),
   });
   const route = queueRouter(queue, role, handlers.watching.length > 0);
+  const brake = role === "index"
+    ? undefined
+    : listingBrake(queue, settings.queueing.listingBacklog, signal);
   try {
     for await (const event of objectEvents(stream, report)) {
       notice(event);
       if (index) await index(event);
       route(event);
+      const held = brake?.(event);
+      if (held) await held;
     }
   } finally {
     await closeStream(books, key, queue, settings, work);
