@@ -60,6 +60,14 @@ if (admission !== undefined) {
   });
 }
 
+// `BENCH_LISTING_BACKLOG=N`: `settings.queueing.listingBacklog` (0: the listing read at once).
+const listingBacklog = Deno.env.get("BENCH_LISTING_BACKLOG");
+if (listingBacklog !== undefined) {
+  on.startup(function listing_backlog({ settings }) {
+    settings.queueing.listingBacklog = Number(listingBacklog) || null;
+  });
+}
+
 // `BENCH_MAX_CONNECTIONS=N`: `settings.networking.maxConnections` (a diagnostic).
 const connections = Number(Deno.env.get("BENCH_MAX_CONNECTIONS") ?? 0);
 if (connections > 0) {

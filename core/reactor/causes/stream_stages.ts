@@ -329,7 +329,7 @@ export function queueRouter(
 }
 
 /** How long a listing is held up by {@link listingBrake} in all, at most, in milliseconds. */
-export const LISTING_HOLD_MS = 60_000;
+export const LISTING_HOLD_MS = 45_000;
 
 /**
  * Holds a listing back while too many of the stream's objects wait for their first cycle
@@ -337,7 +337,11 @@ export const LISTING_HOLD_MS = 60_000;
  * objects are processed, so a backlog of thousands of objects is not in memory all at once.
  * Only listed objects wait, never watch events (a watch must be read on, or the API server
  * drops it). A listing is held up for {@link LISTING_HOLD_MS} in all at most, after which it
- * reads on: the continue tokens of its pages must not expire (etcd compacts every 5 minutes).
+ * reads on: the continue tokens of its pages must not expire (etcd compacts every 5 minutes),
+ * and the watch that follows starts from the listing's resourceVersion, which the API server's
+ * watch cache keeps for at least 75 seconds (older: `410 Gone` and a relist). A held listing's
+ * watch replays what changed meanwhile (mostly the operator's own writes, skipped as echoes);
+ * the API server may end that first watch early, and the watcher resumes it (one request).
  * @param queue The stream's queue (how many of its objects wait, and waiting for fewer).
  * @param limit `settings.queueing.listingBacklog`: null turns the brake off.
  * @param signal Ends the wait.
