@@ -17,6 +17,7 @@ import {
   testClient,
   testNamespace,
 } from "./_support.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -224,14 +225,6 @@ async function kopf(
   const { code, stdout, stderr } = await child.output();
   const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
   return { code, lines: text.split("\n").filter((l) => l.trim()) };
-}
-
-/** A free local port for a liveness endpoint. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 Deno.test("kopf --version prints the version from deno.json (CLI-08)", opts, async () => {

@@ -32,6 +32,7 @@ import {
   waitFor,
 } from "./_examples.ts";
 import { eventually, KOPFEXAMPLES, sleep } from "./_support.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const SERVICEACCOUNTS: ResourceRef = {
   group: "",
@@ -63,14 +64,6 @@ function timeOf(line: string): number {
 /** The times of the lines containing `text`. */
 function timesOf(lines: readonly string[], text: string): number[] {
   return linesWith(lines, text).map(timeOf);
-}
-
-/** A free TCP port on 127.0.0.1 (for the liveness endpoint). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** GETs the liveness endpoint: the status and the JSON body. */

@@ -28,19 +28,13 @@ import {
   testClient,
   testNamespace,
 } from "./_support.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const RESOURCE = "kopfexamples.v1.kopf.dev";
 
 function kex(name: string) {
   return { apiVersion: "kopf.dev/v1", kind: "KopfExample", metadata: { name }, spec: {} };
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 async function scrape(url: string): Promise<Exposition> {

@@ -12,35 +12,9 @@ import assert from "node:assert/strict";
 import { on } from "../mod.ts";
 import { startOperator } from "./_operator.ts";
 import { applyCrds, eventually, testClient, testNamespace } from "./_support.ts";
+import { closeMetricsListener, freePort, recordingListeners } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-/** A port nobody listens on (bound and released). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-/** Records the TCP listeners opened while `run` runs (the operator's endpoints among them). */
-async function recordingListeners<T>(
-  run: () => Promise<T>,
-): Promise<{ result: T; listeners: Deno.TcpListener[] }> {
-  const listeners: Deno.TcpListener[] = [];
-  const original = Deno.listen;
-  const recording = ((options: Deno.TcpListenOptions) => {
-    const listener = original(options);
-    listeners.push(listener);
-    return listener;
-  }) as typeof Deno.listen;
-  Deno.listen = recording;
-  try {
-    return { result: await run(), listeners };
-  } finally {
-    Deno.listen = original;
-  }
-}
 
 Deno.test(
   "a metrics server that stops by itself is named: one ERROR line, and /healthz answers 503 naming it",
@@ -64,19 +38,7 @@ Deno.test(
     try {
       const line = await op.waitForLog(/^Serving metrics at /);
       const metrics = line.message.replace(/^Serving metrics at /, "");
-      // A connection of its own, closed: a server whose listener is gone ends with its last one.
-      {
-        using scraper = Deno.createHttpClient({});
-        const scraped = await fetch(metrics, { client: scraper });
-        assert.equal(scraped.status, 200, await scraped.text());
-      }
-      const healthy = await fetch(healthz);
-      assert.equal(healthy.status, 200, await healthy.text());
-
-      const port = Number(new URL(metrics).port);
-      const listener = listeners.find((l) => l.addr.port === port);
-      assert.ok(listener, `the metrics server's listener on port ${port}`);
-      listener.close(); // the server stops by itself: its listener is gone
+      await closeMetricsListener(metrics, healthz, listeners); // it stops by itself
 
       const error = await eventually(
         () => op.logs.find((e) => /metrics endpoint/.test(e.message)),

@@ -38,6 +38,7 @@ import {
   testNamespace,
 } from "./_support.ts";
 import { startOperator } from "./_operator.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -61,14 +62,6 @@ async function gone(
     timeoutMs,
     `${name} to be gone`,
   );
-}
-
-/** A free local port for a liveness endpoint. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** A promise with its resolver, for handlers that wait for the test. */

@@ -49,6 +49,7 @@ import {
   testClient,
   testNamespace,
 } from "./_support.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -218,13 +219,6 @@ function runOperator(
       if (error) throw error;
     },
   };
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** `status.<field>` of an object, read directly from the API server. */

@@ -30,6 +30,7 @@ import {
   testClient,
   testNamespace,
 } from "./_support.ts";
+import { freePort } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -343,13 +344,6 @@ async function allowed(
     },
   });
   return review.status?.allowed === true;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** `kopf generate rbac` in this process; returns the exit code and all it printed. */

@@ -3,6 +3,7 @@ import { Logger } from "../../actions/loggers.ts";
 import { MetricsEngine } from "../../engines/observability/metrics.ts";
 import { createSettings } from "../../settings/settings.ts";
 import { runParts, type StopGroup } from "../../util/parts.ts";
+import { closeMetricsListener, freePort, recordingListeners } from "../../util/_test_support.ts";
 import { endpointParts, type EndpointsDeps } from "./observing.ts";
 
 const GROUPS: readonly StopGroup[] = [
@@ -29,30 +30,6 @@ function deps(
     pause: () => undefined,
     problems,
   };
-}
-
-/** Records the TCP listeners opened while `run` runs. */
-function recordingListeners<T>(run: () => T): { result: T; listeners: Deno.TcpListener[] } {
-  const listeners: Deno.TcpListener[] = [];
-  const original = Deno.listen;
-  Deno.listen = ((options: Deno.TcpListenOptions) => {
-    const listener = original(options);
-    listeners.push(listener);
-    return listener;
-  }) as typeof Deno.listen;
-  try {
-    return { result: run(), listeners };
-  } finally {
-    Deno.listen = original;
-  }
-}
-
-/** A port nobody listens on (bound and released). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = listener.addr.port;
-  listener.close();
-  return port;
 }
 
 Deno.test("each endpoint server is a part of its own; the metrics engine stops with the connection", () => {
@@ -105,9 +82,8 @@ Deno.test("a metrics server that stops by itself is named while the liveness ser
       () => missing.join("; ") || undefined,
     );
     for (const part of endpointParts(all)) {
-      const { result, listeners } = recordingListeners(() => parts.start(part));
+      const { listeners } = await recordingListeners(() => parts.start(part));
       recorded = [...recorded, ...listeners];
-      await result;
     }
     markStarted();
   });
@@ -115,16 +91,7 @@ Deno.test("a metrics server that stops by itself is named while the liveness ser
     await Promise.race([started, run]);
     const line = logs.find((l) => l.startsWith("Serving metrics at "))!;
     const metrics = line.replace(/^Serving metrics at /, "");
-    // A connection of its own, closed: a server whose listener is gone ends with its last one.
-    {
-      using scraper = Deno.createHttpClient({});
-      const scraped = await fetch(metrics, { client: scraper });
-      assert.equal(scraped.status, 200, await scraped.text());
-    }
-    const healthy = await fetch(healthz);
-    assert.equal(healthy.status, 200, await healthy.text());
-    const port = Number(new URL(metrics).port);
-    recorded.find((l) => l.addr.port === port)!.close(); // its listener is gone
+    await closeMetricsListener(metrics, healthz, recorded); // it stops by itself
 
     for (let i = 0; i < 200 && !missing.length; i++) {
       await new Promise((resolve) => setTimeout(resolve, 25));
