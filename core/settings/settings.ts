@@ -208,9 +208,10 @@ export interface QueueingSettings {
    * While a stream lists its objects, it reads the next listed object only while fewer than
    * this many of its objects wait for their first processing cycle (null: it reads on at once).
    * The listing's pages then arrive as fast as they are processed, and a backlog of thousands of
-   * objects is not held in memory all at once. A listing is held up for 45 seconds in all at
-   * most (then it reads on), so that its pages' continue tokens cannot expire and the watch
-   * that follows starts within the API server's 75-second watch-cache window. Not in Kopf.
+   * objects is not held in memory all at once (not with `watching.initialStreaming`, whose
+   * objects come over a watch, which must be read on). A listing is held up for 45 seconds in
+   * all at most (then it reads on), so that its pages' continue tokens cannot expire and the
+   * watch that follows starts within the API server's 75-second watch-cache window. Not in Kopf.
    * @default 300
    */
   listingBacklog: number | null;

@@ -106,7 +106,8 @@ export async function runStream(
       }),
   });
   const route = queueRouter(queue, role, handlers.watching.length > 0);
-  const brake = role === "index"
+  // Not for a streaming list: its objects come over a watch, which must be read on.
+  const brake = role === "index" || settings.watching.initialStreaming
     ? undefined
     : listingBrake(queue, settings.queueing.listingBacklog, signal);
   try {
