@@ -68,6 +68,14 @@ if (listingBacklog !== undefined) {
   });
 }
 
+// `BENCH_BURST_GC=N`: `settings.process.burstGcCycles` (0: no collection within a burst).
+const burstGc = Deno.env.get("BENCH_BURST_GC");
+if (burstGc !== undefined) {
+  on.startup(function burst_gc({ settings }) {
+    settings.process.burstGcCycles = Number(burstGc) || null;
+  });
+}
+
 // `BENCH_MAX_CONNECTIONS=N`: `settings.networking.maxConnections` (a diagnostic).
 const connections = Number(Deno.env.get("BENCH_MAX_CONNECTIONS") ?? 0);
 if (connections > 0) {
