@@ -116,6 +116,16 @@ export async function applyCrds(client: KubeClient, path: string): Promise<void>
   await applyCrdObjects(client, docs);
 }
 
+/** {@link applyCrds} with a client of its own, closed after. */
+export async function applyCrdsFile(path: string): Promise<void> {
+  const client = await testClient();
+  try {
+    await applyCrds(client, path);
+  } finally {
+    client[Symbol.dispose]();
+  }
+}
+
 /** Creates (or keeps) CRD objects and waits until they are Established and discoverable. */
 export async function applyCrdObjects(client: KubeClient, crds: KubeObject[]): Promise<void> {
   for (const crd of crds) {

@@ -18,6 +18,7 @@ import { createSettings, on, type WebhookClientConfig, type WebhookServeOptions 
 import { type SpawnedOperator, spawnOperator, startOperator } from "./_operator.ts";
 import {
   applyCrds,
+  applyCrdsFile,
   eventually,
   kex,
   KOPFEXAMPLES,
@@ -101,12 +102,7 @@ Deno.test(
   "kopf run --liveness: a webhook server that cannot start exits 1 with one error line",
   opts,
   async () => {
-    const client = await testClient();
-    try {
-      await applyCrds(client, "crds/example.yaml");
-    } finally {
-      client[Symbol.dispose]();
-    }
+    await applyCrdsFile("crds/example.yaml");
     const ns = await testNamespace("lf");
     await using dir = await tempDir();
     await Deno.writeTextFile(`${dir.path}/handlers.ts`, WEBHOOK_HANDLERS);

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { on } from "../mod.ts";
 import { startOperator } from "./_operator.ts";
-import { applyCrds, eventually, testClient, testNamespace } from "./_support.ts";
+import { applyCrdsFile, eventually, testNamespace } from "./_support.ts";
 import { closeMetricsListener, freePort, recordingListeners } from "../core/util/_test_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -20,12 +20,7 @@ Deno.test(
   "a metrics server that stops by itself is named: one ERROR line, and /healthz answers 503 naming it",
   opts,
   async () => {
-    const client = await testClient();
-    try {
-      await applyCrds(client, "crds/example.yaml");
-    } finally {
-      client[Symbol.dispose]();
-    }
+    await applyCrdsFile("crds/example.yaml");
     const ns = await testNamespace("endpoints");
     const healthz = `http://127.0.0.1:${freePort()}/healthz`;
     const { result: op, listeners } = await recordingListeners(async () => {

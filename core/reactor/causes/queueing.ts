@@ -83,7 +83,7 @@ class ObjectWorker {
   ) {
     this.pending = first;
     if (queue.deps.observer) this.pendingSince = performance.now();
-    queue.unstarted(+1);
+    queue.countUnbegun(+1);
     this.done = this.#run().finally(() => this.#begin());
   }
 
@@ -97,7 +97,7 @@ class ObjectWorker {
   #begin(): void {
     if (this.#begun) return;
     this.#begun = true;
-    this.queue.unstarted(-1);
+    this.queue.countUnbegun(-1);
   }
 
   /** The resourceVersion the last cycle left the object at. */
@@ -395,25 +395,25 @@ export class ObjectQueue {
   #idle = new Map<ObjectWorker, number>();
   #sweeper: ReturnType<typeof setInterval> | undefined;
   /** Workers not yet admitted to their first cycle (e.g. a listing's objects). */
-  #waiting = 0;
+  #unbegun = 0;
   /** Who waits for {@link room}: how few waiting workers they wait for. */
   #roomWaiters: { below: number; resolve: () => void }[] = [];
 
   /** How many objects wait for their first cycle (a listing's backlog). */
   get unbegun(): number {
-    return this.#waiting;
+    return this.#unbegun;
   }
 
   /**
    * A worker begins to wait for its first cycle (+1), or stops waiting (-1).
    * @param change +1 or -1.
    */
-  unstarted(change: 1 | -1): void {
-    this.#waiting += change;
+  countUnbegun(change: 1 | -1): void {
+    this.#unbegun += change;
     if (change > 0 || !this.#roomWaiters.length) return;
-    const ready = this.#roomWaiters.filter((w) => this.#waiting < w.below);
+    const ready = this.#roomWaiters.filter((w) => this.#unbegun < w.below);
     if (!ready.length) return;
-    this.#roomWaiters = this.#roomWaiters.filter((w) => this.#waiting >= w.below);
+    this.#roomWaiters = this.#roomWaiters.filter((w) => this.#unbegun >= w.below);
     for (const waiter of ready) waiter.resolve();
   }
 
@@ -425,7 +425,7 @@ export class ObjectQueue {
    * @returns Undefined when there is room now; else a promise that resolves when there is.
    */
   room(limit: number, signal: AbortSignal): Promise<void> | undefined {
-    if (this.#waiting < limit || signal.aborted) return undefined;
+    if (this.#unbegun < limit || signal.aborted) return undefined;
     return new Promise<void>((resolve) => {
       const waiter = {
         below: Math.max(1, Math.ceil(limit / 2)),
