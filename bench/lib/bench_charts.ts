@@ -31,6 +31,9 @@ export async function writeCharts(results: BenchResults, base: string): Promise<
   const scenarios: Array<[string, string]> = [
     ["create", `burst of ${results.config["createCount"]}`],
     ["steady", `${results.config["steadyRate"]}/s`],
+    ...(results.config["steadyFastRate"]
+      ? [["steady-fast", `${results.config["steadyFastRate"]}/s`] as [string, string]]
+      : []),
   ];
   for (const variant of variants) {
     for (const [phase, title] of scenarios) {

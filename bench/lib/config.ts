@@ -14,6 +14,8 @@ export interface Config {
   /** Steady load: objects per second and seconds. */
   readonly steadyRate: number;
   readonly steadySeconds: number;
+  /** A second, faster steady load after it, for as many seconds (0 = none). */
+  readonly steadyFastRate: number;
   /** Updates: objects × changes each. */
   readonly updateObjects: number;
   readonly updateChanges: number;
@@ -41,6 +43,7 @@ export const QUICK: Config = {
   deleteCount: 1_000,
   steadyRate: 100,
   steadySeconds: 7,
+  steadyFastRate: 200,
   updateObjects: 100,
   updateChanges: 10,
   backlogCount: 1_000,

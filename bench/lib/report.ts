@@ -88,9 +88,10 @@ function rows(config: Record<string, unknown>): Row[] {
   const u = config["updateObjects"], c = config["updateChanges"];
   // Idle and restart run over everything namespace A holds: at least idleCount (a fill tops it
   // up), more when the create and steady scenarios alone exceed it.
+  const fast = Number(config["steadyFastRate"] ?? 0); // results before it existed had none
   const idle = Math.max(
     Number(config["idleCount"]),
-    Number(n) + Math.round(Number(rate) * Number(secs)),
+    Number(n) + Math.round(Number(rate) * Number(secs)) + Math.round(fast * Number(secs)),
   );
   const d = config["deleteCount"] ?? n; // results before deleteCount existed used createCount
   const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
@@ -98,6 +99,7 @@ function rows(config: Record<string, unknown>): Row[] {
   const idleTotal = idleSecs + Number(config["idleWindowMs"] ?? 0) / 1000;
   const create = `Create ${n}`;
   const steady = `Steady ${rate}/s × ${secs} s`;
+  const steadyFast = `Steady ${fast}/s × ${secs} s`;
   const updates = `Updates ${u} × ${c}, then 1 × 10`;
   const idleS = `Idle, ${idle} objects`;
   const restart = `Restart over ${idle}`;
@@ -134,6 +136,15 @@ function rows(config: Record<string, unknown>): Row[] {
     r(steady, "operator CPU, s", "steady", "cpuS", 2, "lower"),
     r(steady, "API server CPU, s", "steady", "apiserverCpuS", 2, "lower"),
     r(steady, "watch reconnects", "steady", "watches", 0, "lower"),
+    r(steadyFast, "achieved creation rate, /s", "steady-fast", "rate", 1, ""),
+    r(steadyFast, "creation → handler start p50, ms", "steady-fast", "latency.p50", 1, "lower"),
+    r(steadyFast, "creation → handler start p95, ms", "steady-fast", "latency.p95", 1, "lower"),
+    r(steadyFast, "creation → handler start p99, ms", "steady-fast", "latency.p99", 1, "lower"),
+    r(steadyFast, "writes per object", "steady-fast", perObject, 2, "lower"),
+    r(steadyFast, "Event posts", "steady-fast", "events", 0, "lower"),
+    r(steadyFast, "operator CPU, s", "steady-fast", "cpuS", 2, "lower"),
+    r(steadyFast, "API server CPU, s", "steady-fast", "apiserverCpuS", 2, "lower"),
+    r(steadyFast, "watch reconnects", "steady-fast", "watches", 0, "lower"),
     r(updates, `time until all ${u} × ${c} handled, s`, "updates", "durationS", 2, "lower"),
     r(updates, "handler runs", "updates", "runs.update", 0, ""),
     r(updates, "writes per change", "updates", (m) => m["writes"]! / m["changes"]!, 2, "lower"),
@@ -242,6 +253,7 @@ const PHASES = [
   "startup",
   "create",
   "steady",
+  "steady-fast",
   "updates",
   "fill",
   "idle",

@@ -10,7 +10,7 @@ import { log, names, type Operator, readRuns, sleep } from "./contenders.ts";
 import { Observer, pool } from "./kube.ts";
 import { memoryMiB } from "./procs.ts";
 import type { ScenarioGroup } from "./config.ts";
-import type { ContenderSession } from "./session.ts";
+import type { ContenderSession, Outcome } from "./session.ts";
 import { latencySummary } from "./stats.ts";
 
 /** Runs every scenario of the session's contender; results land in `session.phases`. */
@@ -36,9 +36,10 @@ async function mainGroup(self: ContenderSession, timeoutFor: TimeoutFor): Promis
   const createNames = names("create", config.createCount);
   const steadyCount = Math.round(config.steadyRate * config.steadySeconds);
   const steadyNames = names("steady", steadyCount);
+  const fastNames = names("fast", Math.round(config.steadyFastRate * config.steadySeconds));
   const fillNames = names(
     "fill",
-    Math.max(0, config.idleCount - createNames.length - steadyCount),
+    Math.max(0, config.idleCount - createNames.length - steadyCount - fastNames.length),
   );
   try {
     const op = self.spawn(ns, "a", false);
@@ -61,53 +62,16 @@ async function mainGroup(self: ContenderSession, timeoutFor: TimeoutFor): Promis
       () => self.createAndWait(observer, ns, createNames, timeoutFor(createNames.length)),
     );
 
-    await self.phase("steady", async () => {
-      const sent = new Map<string, number>();
-      const inflight = new Set<Promise<void>>();
-      const t0 = Date.now();
-      for (let i = 0; i < steadyNames.length; i++) {
-        const name = steadyNames[i]!;
-        const due = t0 + (i * 1000) / config.steadyRate;
-        const wait = due - Date.now();
-        if (wait > 0) await sleep(wait);
-        while (inflight.size >= 64) await Promise.race(inflight);
-        sent.set(name, Date.now());
-        const p: Promise<void> = api.create(ns, name).finally(() => inflight.delete(p));
-        inflight.add(p);
-      }
-      await Promise.all(inflight);
-      const createdAt = Date.now();
-      const complete = await observer.waitUntil(
-        () => observer.countHandled(steadyNames) === steadyNames.length,
-        60_000,
+    await self.phase(
+      "steady",
+      () => steadyLoad(self, observer, ns, steadyNames, config.steadyRate),
+    );
+    if (fastNames.length) {
+      await self.phase(
+        "steady-fast",
+        () => steadyLoad(self, observer, ns, fastNames, config.steadyFastRate),
       );
-      const latencies = steadyNames.flatMap((n) => {
-        const started = observer.get(n).createStarted, at = sent.get(n);
-        return started !== undefined && at !== undefined ? [started - at] : [];
-      });
-      const observed = steadyNames.flatMap((n) => {
-        const handled = observer.get(n).handledAt, at = sent.get(n);
-        return handled !== undefined && at !== undefined ? [handled - at] : [];
-      });
-      const handled = steadyNames.map((n) => observer.get(n).handledAt ?? 0);
-      const lat = latencySummary(latencies), obs = latencySummary(observed);
-      return {
-        completedAt: Math.max(...handled, createdAt),
-        complete,
-        metrics: {
-          objects: steadyNames.length,
-          handled: observer.countHandled(steadyNames),
-          rate: steadyNames.length / ((createdAt - t0) / 1000),
-          "latency.p50": lat["p50"]!,
-          "latency.p95": lat["p95"]!,
-          "latency.p99": lat["p99"]!,
-          "latency.max": lat["max"]!,
-          "observed.p50": obs["p50"]!,
-          "observed.p99": obs["p99"]!,
-        },
-        samples: { latency: latencies.map(Math.round) },
-      };
-    });
+    }
 
     await self.phase("updates", async () => {
       const targets = createNames.slice(0, config.updateObjects);
@@ -322,4 +286,63 @@ async function backlogGroup(self: ContenderSession, timeoutFor: TimeoutFor): Pro
     }
     await api.clear(nsBacklog);
   }
+}
+
+/**
+ * Creates the objects at a fixed rate (at most 64 creations in flight), then waits until all are
+ * handled: the creation → handler start latencies (the steady scenarios).
+ */
+async function steadyLoad(
+  self: ContenderSession,
+  observer: Observer,
+  ns: string,
+  objects: readonly string[],
+  rate: number,
+): Promise<Outcome> {
+  const { api } = self.ctx;
+  const sent = new Map<string, number>();
+  const inflight = new Set<Promise<void>>();
+  const t0 = Date.now();
+  for (let i = 0; i < objects.length; i++) {
+    const name = objects[i]!;
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+    while (inflight.size >= 64) await Promise.race(inflight);
+    sent.set(name, Date.now());
+    const p: Promise<void> = api.create(ns, name).finally(() => inflight.delete(p));
+    inflight.add(p);
+  }
+  await Promise.all(inflight);
+  const createdAt = Date.now();
+  const complete = await observer.waitUntil(
+    () => observer.countHandled(objects) === objects.length,
+    60_000,
+  );
+  const latencies = objects.flatMap((n) => {
+    const started = observer.get(n).createStarted, at = sent.get(n);
+    return started !== undefined && at !== undefined ? [started - at] : [];
+  });
+  const observed = objects.flatMap((n) => {
+    const handled = observer.get(n).handledAt, at = sent.get(n);
+    return handled !== undefined && at !== undefined ? [handled - at] : [];
+  });
+  const handled = objects.map((n) => observer.get(n).handledAt ?? 0);
+  const lat = latencySummary(latencies), obs = latencySummary(observed);
+  return {
+    completedAt: Math.max(...handled, createdAt),
+    complete,
+    metrics: {
+      objects: objects.length,
+      handled: observer.countHandled(objects),
+      rate: objects.length / ((createdAt - t0) / 1000),
+      "latency.p50": lat["p50"]!,
+      "latency.p95": lat["p95"]!,
+      "latency.p99": lat["p99"]!,
+      "latency.max": lat["max"]!,
+      "observed.p50": obs["p50"]!,
+      "observed.p99": obs["p99"]!,
+    },
+    samples: { latency: latencies.map(Math.round) },
+  };
 }
