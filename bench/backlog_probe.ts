@@ -6,12 +6,14 @@
  *
  *   deno run -A bench/backlog_probe.ts [--count 1000] [--reps 3] [--crd status|plain]
  *     [--variant NAME=CONTENDER[;ENV:VALUE...][;--v8flag,...]] [--deno-flag=--cpu-prof ...]
- *     [--logs DIR]
+ *     [--logs DIR] [--restart]
  *
  * CONTENDER is `kopf-ts` (`kopf run bench/handlers/kopf_ts.ts`) or `raw-floor`; environment
  * entries select the handlers' options (e.g. `BENCH_PERSISTENCE:status`). Defaults: kopf-ts,
  * kopf-ts with the state in status, and the raw floor. Prints one JSON line per run and the
- * medians; `--logs` keeps each operator's stdout and stderr (with `BENCH_MEMLOG:100`, its memory every 100 ms). Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
+ * medians. `--restart` measures a restart instead: the operator handles the backlog first (not
+ * measured) and is stopped; the measured one starts over the handled objects until it has handled
+ * one new object (then settles as the backlog does). `--logs` keeps each operator's stdout and stderr (with `BENCH_MEMLOG:100`, its memory every 100 ms). Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
  * @module
  */
 import { parseArgs } from "node:util";
@@ -59,6 +61,7 @@ const { values } = parseArgs({
     variant: { type: "string", multiple: true },
     "deno-flag": { type: "string", multiple: true },
     logs: { type: "string" },
+    restart: { type: "boolean" },
   },
 });
 const count = Number(values.count), reps = Number(values.reps);
@@ -103,34 +106,54 @@ for (let rep = 0; rep < reps; rep++) {
     const args = [
       "run",
       "-A",
-      ...(variant.contender === "kopf-ts" ? RUNTIME_DENO_FLAGS : []),
+      // PROBE_CODE_CACHE:1 runs kopf-ts with Deno's V8 code cache (without --no-code-cache).
+      ...(variant.contender === "kopf-ts" && !variant.env["PROBE_CODE_CACHE"]
+        ? RUNTIME_DENO_FLAGS
+        : []),
       ...(v8Flags.length ? [`--v8-flags=${v8Flags.join(",")}`] : []),
       ...(values["deno-flag"] ?? []),
       ...script,
     ];
-    const t0 = Date.now();
-    const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
-      args,
-      cwd: ROOT,
-      env: {
-        KUBECONFIG: plane.kubeconfigPath,
-        BENCH_PLURAL: crd.resource.plural,
-        ...(crd.statusSubresource ? { BENCH_STATUS_SUBRESOURCE: "1" } : {}),
-        ...variant.env,
-      },
-      stdout: values.logs ? "piped" : "null",
-      stderr: values.logs ? "piped" : "null",
-    }).spawn();
-    if (values.logs) {
-      // stdout too: V8's --trace-gc writes there.
-      for (const [stream, suffix] of [[child.stdout, "out"], [child.stderr, "err"]] as const) {
-        const file = await Deno.open(`${values.logs}/${variant.name}-${rep}.${suffix}`, {
-          create: true,
-          write: true,
-          truncate: true,
-        });
-        void stream.pipeTo(file.writable);
+    const spawn = async (suffix: string) => {
+      const child = new Deno.Command(`${ROOT}/tools/deno.sh`, {
+        args,
+        cwd: ROOT,
+        env: {
+          KUBECONFIG: plane.kubeconfigPath,
+          BENCH_PLURAL: crd.resource.plural,
+          ...(crd.statusSubresource ? { BENCH_STATUS_SUBRESOURCE: "1" } : {}),
+          ...variant.env,
+        },
+        stdout: values.logs ? "piped" : "null",
+        stderr: values.logs ? "piped" : "null",
+      }).spawn();
+      if (values.logs) {
+        // stdout too: V8's --trace-gc writes there.
+        for (const [stream, ext] of [[child.stdout, "out"], [child.stderr, "err"]] as const) {
+          const file = await Deno.open(`${values.logs}/${variant.name}-${rep}${suffix}.${ext}`, {
+            create: true,
+            write: true,
+            truncate: true,
+          });
+          void stream.pipeTo(file.writable);
+        }
       }
+      return child;
+    };
+    // --restart: the operator handles the backlog first (not measured) and is stopped; the
+    // measured run starts over the handled objects and handles one new object.
+    if (values.restart) {
+      const first = await spawn("-first");
+      await observer.waitUntil(() => observer.countHandled(names) === names.length, 300_000);
+      await new Promise((r) => setTimeout(r, 2_000));
+      first.kill("SIGTERM");
+      await first.status;
+    }
+    const t0 = Date.now();
+    const child = await spawn("");
+    if (values.restart) {
+      await api.create(ns, "obj-new");
+      await observer.waitUntil(() => observer.countHandled(["obj-new"]) === 1, 300_000);
     }
     await observer.waitUntil(() => observer.countHandled(names) === names.length, 300_000);
     const handledS = (Date.now() - t0) / 1000;
