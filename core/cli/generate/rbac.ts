@@ -45,7 +45,7 @@ export interface RbacOptions {
   readonly name: string;
   /** The ServiceAccount's namespace (where the operator runs). */
   readonly accountNamespace: string;
-  /** Peering off (`--standalone`). */
+  /** Peering off (`--standalone`; also implied by `shards`, as sharded replicas run without it). */
   readonly standalone: boolean;
   /** The Lease namespace with leader election or shards; `undefined`: no Leases. */
   readonly leases: string | undefined;
@@ -262,7 +262,8 @@ export function requiredPermissions(
     );
   }
 
-  if (!options.standalone) {
+  // Sharded replicas run without peering (they are all active; startCoordination turns it off).
+  if (!options.standalone && !(options.leases !== undefined && options.shards)) {
     // The operator gets and watches (field selector `metadata.name=`) its one peering object,
     // and patches its own entry into it: all by name.
     const peering = [options.peering ?? "default"];

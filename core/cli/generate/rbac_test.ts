@@ -112,6 +112,17 @@ Deno.test("generate rbac: the peering object and the leader's Lease by name; sha
     options({ standalone: true, leases: "ops", shards: true }),
   );
   assert.deepEqual(about(shards, "kopfpeerings"), []);
+  // Sharded replicas run without peering: no peering rules without --standalone either.
+  for (const clusterwide of [false, true]) {
+    const sharded = requiredPermissions(
+      registry,
+      await catalogue(),
+      options({ leases: "ops", shards: true, clusterwide, namespaces: clusterwide ? [] : ["ops"] }),
+    );
+    assert.deepEqual(about(sharded, "kopfpeerings"), []);
+    assert.deepEqual(about(sharded, "clusterkopfpeerings"), []);
+    assert.equal(about(sharded, "leases").length, 1);
+  }
   assert.deepEqual(
     about(shards, "leases").map((p) => [p.verbs, p.resourceNames]),
     [[["get", "list", "create", "update", "delete"], undefined]],
