@@ -151,6 +151,15 @@ async function pvcOf(client: KubeClient, name = "my-claim", ns = namespace): Pro
 const storageOf = (pvc: KubeObject) =>
   (pvc.spec as { resources?: { requests?: { storage?: string } } }).resources?.requests?.storage;
 
+Deno.test("walkthrough: examples/18-walkthrough-evc has the same CRD as step 1", async () => {
+  // Both are applied to the shared control plane (created if missing, never replaced): with two
+  // schemas, which one a test ran against would depend on the order of the tests.
+  const step1 = filesOf(1).get("crds/ephemeralvolumeclaims.yaml");
+  assert.ok(step1, "step 1 writes crds/ephemeralvolumeclaims.yaml");
+  const example = await Deno.readTextFile(`${REPO}/examples/18-walkthrough-evc/crd.yaml`);
+  assert.deepEqual(parseYaml(example), parseYaml(step1));
+});
+
 Deno.test("walkthrough: every step's files compile and do what the step says", opts, async (t) => {
   await using dir = await tempDir("kopf-walkthrough-");
   const init = blocks.find((b) => stepOf(b.section) === 0 && b.lang === "sh")!;
