@@ -229,7 +229,7 @@ export type {
 } from "./core/engines/observability/metrics_custom.ts";
 export { ActivityError } from "./core/engines/runners/activities.ts";
 export type { ActivityContext } from "./core/intents/contexts.ts";
-export type { Activating, ActivityOptions } from "./core/api/on.ts";
+export type { Activating, ActivityOptions, Probing } from "./core/api/on.ts";
 export {
   daemon,
   type DaemonOptions,

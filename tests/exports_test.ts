@@ -177,6 +177,7 @@ const PINNED: Readonly<Record<string, readonly string[]>> = {
     "PermanentError",
     "PersistenceSettings",
     "PostingSettings",
+    "Probing",
     "ProcessSettings",
     "ProgressFetchArgs",
     "ProgressPurgeArgs",

@@ -24,7 +24,7 @@ Deno.test("handler results: JSON results, results typed unknown/any, void and pr
 });
 
 Deno.test("handler results: a BigInt, Symbol, function, Map, Set or object with methods, also nested in objects and arrays, is a compile error at the handler of every stored kind (RES-01, issue 30)", async () => {
-  await assertCompileErrors(new URL("./types/results_wrong.ts", import.meta.url), 27);
+  await assertCompileErrors(new URL("./types/results_wrong.ts", import.meta.url), 29);
 });
 
 Deno.test("typed resources: the client infers the object type from the constant; the client and adopt() & co. take typed objects outside handlers (issue 30)", async () => {

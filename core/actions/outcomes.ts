@@ -146,16 +146,21 @@ export function storageProblem(value: unknown): string | undefined {
  *
  * @param id Handler id.
  * @param outcome What the attempt came to.
+ * @param where Where the result goes, for the message. @default "stored in status"
  * @returns The same outcome, or a permanent failure with a {@link HandlerResultError}.
  */
-export function storableOutcome(id: string, outcome: Outcome): Outcome {
+export function storableOutcome(
+  id: string,
+  outcome: Outcome,
+  where = "stored in status",
+): Outcome {
   if (outcome.kind !== "success") return outcome;
   const problem = storageProblem(outcome.result);
   if (problem === undefined) return outcome;
   return {
     kind: "permanent",
     error: new HandlerResultError(
-      `Handler '${id}' returned a value that cannot be stored in status: ${problem}. ` +
+      `Handler '${id}' returned a value that cannot be ${where}: ${problem}. ` +
         "Return JSON values only (null, booleans, finite numbers, strings, arrays, plain objects).",
     ),
   };

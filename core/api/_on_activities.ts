@@ -36,6 +36,12 @@ export interface ActivityOptions {
 /** An operator-level handler function. */
 export type Activating = (context: ActivityContext) => unknown;
 
+/**
+ * A probe handler function (`on.probe`): its result is served as JSON by the liveness endpoint.
+ * @typeParam R The result type.
+ */
+export type Probing<R = unknown> = (context: ActivityContext) => R | Promise<R>;
+
 /** The signature of `on.startup`, `on.cleanup`, `on.login` and `on.probe`. */
 export type ActivityRegistrar = (
   optionsOrFn: ActivityOptions | Activating,

@@ -28,7 +28,12 @@ import type { ResourceSpec } from "../intents/selectors.ts";
 import type { TypedResource } from "../intents/typed_resources.ts";
 import type { StorableResult } from "../structs/results.ts";
 import type { FieldPathOf, FieldValueOf } from "../structs/typed.ts";
-import { type Activating, type ActivityOptions, activityRegistrar } from "./_on_activities.ts";
+import {
+  type Activating,
+  type ActivityOptions,
+  activityRegistrar,
+  type Probing,
+} from "./_on_activities.ts";
 import { type AdmissionOptions, admissionRegistrar, type Admitting } from "./_on_admission.ts";
 import {
   type Changing,
@@ -49,7 +54,7 @@ import { index } from "./indexing.ts";
 import { reconcile } from "./reconciling.ts";
 import { daemon, timer } from "./spawning.ts";
 
-export type { Activating, ActivityOptions } from "./_on_activities.ts";
+export type { Activating, ActivityOptions, Probing } from "./_on_activities.ts";
 export type { AdmissionOptions, Admitting } from "./_on_admission.ts";
 export type {
   Changing,
@@ -297,13 +302,18 @@ export interface On {
    */
   login(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
   /**
-   * Contributes its result (by id) to the liveness endpoint's JSON.
+   * Contributes its result (by id) to the liveness endpoint's JSON: a JSON value (a result that
+   * JSON cannot carry — a BigInt, a Map, a function — is a compile error where its type is known,
+   * and fails the probe with the handler's name at run time).
    *
    * @param optionsOrFn The options, or the handler function when there are no options.
    * @param maybeFn The handler function, when options are given.
    * @returns The handler function, unchanged.
    */
-  probe(optionsOrFn: ActivityOptions | Activating, maybeFn?: Activating): Activating;
+  probe<R = unknown>(
+    optionsOrFn: ActivityOptions | Probing<StorableResult<R>>,
+    maybeFn?: Probing<StorableResult<R>>,
+  ): Probing<R>;
   /** The same function as the top-level {@link daemon} (Kopf has both spellings). */
   readonly daemon: typeof daemon;
   /** The same function as the top-level {@link timer} (Kopf has both spellings). */
@@ -349,7 +359,7 @@ export const on: On = {
   startup: activityRegistrar("startup"),
   cleanup: activityRegistrar("cleanup"),
   login: activityRegistrar("login"),
-  probe: activityRegistrar("probe"),
+  probe: activityRegistrar("probe") as On["probe"],
   daemon,
   timer,
   index,

@@ -75,6 +75,12 @@ on.create("kopfexamples", async ({ subhandler, execute }) => {
   await execute([() => "one", () => null]);
   await execute();
 });
+// Probe results are served as JSON.
+on.probe(() => ({ objects: 3, ready: true }));
+on.probe({ id: "when" }, async () => new Date());
+on.probe(function unknown_result(): unknown {
+  return 1;
+});
 // Handlers whose results are not stored in status keep their own result types.
 on.index("kopfexamples", () => new Map());
 on.validate("kopfexamples", () => Symbol());

@@ -42,3 +42,6 @@ function named() {
   return { count: 1n };
 }
 on.create("kopfexamples", named); // expected error
+// Probe results are served as JSON by the liveness endpoint.
+on.probe(() => 10n); // expected error
+on.probe({ id: "p" }, async () => ({ seen: new Map() })); // expected error

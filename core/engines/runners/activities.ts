@@ -11,7 +11,7 @@
 import type { KubeClient } from "../../client/client.ts";
 import { execute, isFinal, type Outcome, withDefaultBackoff } from "../../actions/execution.ts";
 import type { Logger } from "../../actions/loggers.ts";
-import { reportOutcome } from "../../actions/outcomes.ts";
+import { reportOutcome, storableOutcome } from "../../actions/outcomes.ts";
 import type { ActivityContext, IndexView, Memo } from "../../intents/contexts.ts";
 import type { Activity, ActivityHandler } from "../../intents/handlers.ts";
 import type { OperatorSettings } from "../../settings/settings.ts";
@@ -70,7 +70,7 @@ export async function runActivity(deps: ActivityDeps): Promise<Map<string, unkno
     const started = new Date();
     for (let retries = 0; !deps.signal.aborted; retries++) {
       const policy = withDefaultBackoff(handler, deps.settings.execution?.defaultBackoff);
-      const outcome: Outcome = await execute(policy, { started, retries }, (signal) => {
+      const attempt: Outcome = await execute(policy, { started, retries }, (signal) => {
         const context: ActivityContext = {
           logger,
           memo: deps.memo,
@@ -87,6 +87,10 @@ export async function runActivity(deps: ActivityDeps): Promise<Map<string, unkno
         };
         return (handler.fn as (c: ActivityContext) => unknown)(context);
       });
+      // A probe's result is served as JSON: one that JSON cannot carry fails the probe, named.
+      const outcome = deps.activity === "probe"
+        ? storableOutcome(handler.id, attempt, "served as JSON by the liveness endpoint")
+        : attempt;
       if (deps.activity !== "probe" || outcome.kind !== "success") {
         reportOutcome(logger, handler.id, outcome);
       }
