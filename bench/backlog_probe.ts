@@ -6,18 +6,23 @@
  *
  *   deno run -A bench/backlog_probe.ts [--count 1000] [--reps 3] [--crd status|plain]
  *     [--variant NAME=CONTENDER[;ENV:VALUE...][;--v8flag,...]] [--deno-flag=--cpu-prof ...]
- *     [--logs DIR] [--restart]
+ *     [--logs DIR] [--restart] [--emulator]
  *
  * CONTENDER is `kopf-ts` (`kopf run bench/handlers/kopf_ts.ts`) or `raw-floor`; environment
  * entries select the handlers' options (e.g. `BENCH_PERSISTENCE:status`). Defaults: kopf-ts,
  * kopf-ts with the state in status, and the raw floor. Prints one JSON line per run and the
  * medians. `--restart` measures a restart instead: the operator handles the backlog first (not
  * measured) and is stopped; the measured one starts over the handled objects until it has handled
- * one new object (then settles as the backlog does). `--logs` keeps each operator's stdout and stderr (with `BENCH_MEMLOG:100`, its memory every 100 ms). Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
+ * one new object (then settles as the backlog does). `--logs` keeps each operator's stdout and stderr (with `BENCH_MEMLOG:100`, its memory every 100 ms). Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one; `--emulator`
+ * serves the in-memory API server (kits/emulator) from the probe's own process instead.
  * @module
  */
 import { parseArgs } from "node:util";
-import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+import {
+  type ClusterAccess,
+  createTestNamespace,
+  sharedControlPlane,
+} from "../testing/control_plane.ts";
 import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
 import { CRD_VARIANTS } from "./lib/config.ts";
@@ -62,6 +67,7 @@ const { values } = parseArgs({
     "deno-flag": { type: "string", multiple: true },
     logs: { type: "string" },
     restart: { type: "boolean" },
+    emulator: { type: "boolean" },
   },
 });
 const count = Number(values.count), reps = Number(values.reps);
@@ -73,11 +79,15 @@ const variants = (values.variant ?? [
   "floor=raw-floor",
 ]).map(parseVariant);
 
-const plane = await sharedControlPlane();
+// --emulator: the in-memory API server in this process instead of a control plane (no etcd, no
+// kube-apiserver: the operator's own CPU per object can be compared without a cluster).
+const plane: ClusterAccess & { readonly kubeconfigPath: string } = values.emulator
+  ? await (await import("../kits/emulator/mod.ts")).Emulator.start()
+  : await sharedControlPlane();
 const api = new Api(plane, crd.resource);
 await applyCrd(api, crd);
 await waitForCrd(api);
-await warmUp(api, plane);
+if (!values.emulator) await warmUp(api, await sharedControlPlane());
 
 const runs: {
   variant: string;
