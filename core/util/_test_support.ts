@@ -1,8 +1,36 @@
 /**
- * Test scaffolding for anything that listens on a port (not part of the package): a free port,
- * and the listeners a piece of code opens, so that a test can take one away under it.
+ * Test scaffolding (not part of the package): polling for a condition, and for anything that
+ * listens on a port, a free port and the listeners a piece of code opens, so that a test can take
+ * one away under it.
  * @module
  */
+
+/**
+ * Resolves after `ms` milliseconds.
+ * @param ms The delay.
+ */
+export function sleep(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Polls `condition` every 2 ms until it holds.
+ * @param condition What to wait for.
+ * @param what Named in the error.
+ * @param timeoutMs How long at most. @default 5000
+ * @throws {Error} `Timed out waiting for: <what>` after `timeoutMs`.
+ */
+export async function until(
+  condition: () => boolean,
+  what: string,
+  timeoutMs = 5000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
+    await sleep(2);
+  }
+}
 
 /**
  * A port nobody listens on now on 127.0.0.1 (bound and released).

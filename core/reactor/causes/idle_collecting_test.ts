@@ -2,18 +2,10 @@ import assert from "node:assert/strict";
 import { type LogEntry, Logger } from "../../actions/loggers.ts";
 import { createSettings } from "../../settings/settings.ts";
 import { IdleCollector } from "./idle_collecting.ts";
+import { sleep, until } from "../../util/_test_support.ts";
 
 const COLLECTED =
   /^Collected garbage after (\d+) cycles and 0\.1s idle \(\d+ ms(, allocator trimmed)?, 3 idle connections closed\)$/;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
-    await sleep(10);
-  }
-}
 
 function harness() {
   const controller = new AbortController();

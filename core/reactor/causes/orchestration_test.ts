@@ -7,16 +7,7 @@ import { createSettings } from "../../settings/settings.ts";
 import { aborted } from "../../util/parts.ts";
 import { operatorScope } from "../scope/scope.ts";
 import { ORCHESTRATION_GROUPS, Orchestrator } from "./orchestration.ts";
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
-    await sleep(5);
-  }
-}
+import { sleep, until } from "../../util/_test_support.ts";
 
 const ALL_PARTS = [
   "the watch streams",

@@ -8,6 +8,7 @@ import { AdmissionGate } from "../../util/gate.ts";
 import { Semaphore } from "../../util/semaphore.ts";
 import type { CycleResult, ObjectEvent, ObjectMemory } from "./processing.ts";
 import { objectKey, ObjectQueue } from "./queueing.ts";
+import { sleep, until } from "../../util/_test_support.ts";
 
 type EventType = ObjectEvent["type"];
 
@@ -25,15 +26,6 @@ function ev(uid: string, rv: string, type: EventType = "MODIFIED"): ObjectEvent 
 }
 
 const rvOf = (event: ObjectEvent) => event.body.metadata?.resourceVersion;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
-    await sleep(2);
-  }
-}
 
 interface Call {
   readonly key: string;

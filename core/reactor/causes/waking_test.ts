@@ -16,18 +16,9 @@ import {
   processEvent,
 } from "./processing.ts";
 import { ObjectQueue } from "./queueing.ts";
+import { sleep, until } from "../../util/_test_support.ts";
 
 const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
-    await sleep(2);
-  }
-}
 
 /** A queue over `process`; `settled()` tells that no cycle runs or waits. */
 function queueOf(
