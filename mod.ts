@@ -37,6 +37,9 @@ export type {
   HandlerOptions,
   On,
   ResumeOptions,
+  TypedValueFilter,
+  TypedValueOption,
+  TypedValueOptions,
   UpdateOptions,
 } from "./core/api/on.ts";
 export {

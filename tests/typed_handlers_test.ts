@@ -15,7 +15,7 @@ Deno.test("typed handlers: correct uses and old untyped spellings compile (X-TOO
 });
 
 Deno.test("typed handlers: each misuse of a typed field is a compile error (X-TOOL-02)", async () => {
-  await assertCompileErrors(new URL("./types/typed_wrong.ts", import.meta.url), 16);
+  await assertCompileErrors(new URL("./types/typed_wrong.ts", import.meta.url), 19);
 });
 
 Deno.test("handler results: JSON results, results typed unknown/any, void and promises of them compile for every stored handler kind (RES-01, issue 30)", async () => {

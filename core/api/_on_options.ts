@@ -6,7 +6,7 @@
 
 import type { ErrorsMode } from "../actions/execution.ts";
 import type { ChangingContext, EventContext, FieldContext } from "../intents/contexts.ts";
-import type { MetaFilter, ValueFilter, WhenCallback } from "../intents/filters.ts";
+import type { ABSENT, MetaFilter, PRESENT, ValueFilter, WhenCallback } from "../intents/filters.ts";
 import type { OperatorRegistry } from "../intents/registries.ts";
 import type { FieldSpec } from "../structs/dicts.ts";
 import { closest } from "../util/suggest.ts";
@@ -34,6 +34,37 @@ export interface HandlerOptions<C = never> {
   readonly field?: FieldSpec;
   /** Value filter of `field`. */
   readonly value?: ValueFilter;
+}
+
+/**
+ * A value filter of a typed field (`value`, `old`, `new` with a `field` of a typed resource):
+ * a value of the field's own type, `PRESENT`, `ABSENT`, or a callback of the value — so a
+ * misspelt enum value is a compile error. An untyped field (`V` unknown) takes any
+ * {@link ValueFilter}.
+ * @typeParam V The field's type.
+ */
+export type TypedValueFilter<V> = unknown extends V ? ValueFilter
+  : NonNullable<V> | typeof PRESENT | typeof ABSENT | ((value: V, context: never) => boolean);
+
+/**
+ * `value` of a typed field (see {@link TypedValueFilter}).
+ * @typeParam V The field's type.
+ */
+export interface TypedValueOption<V> {
+  /** Value filter of `field`, of the field's type. */
+  readonly value?: TypedValueFilter<V>;
+}
+
+/**
+ * `value`, `old` and `new` of a typed field (update and field handlers; see
+ * {@link TypedValueFilter}).
+ * @typeParam V The field's type.
+ */
+export interface TypedValueOptions<V> extends TypedValueOption<V> {
+  /** Filter of the old value of `field`, of the field's type. */
+  readonly old?: TypedValueFilter<V>;
+  /** Filter of the new value of `field`, of the field's type. */
+  readonly new?: TypedValueFilter<V>;
 }
 
 /** Options of resource-changing handlers. */

@@ -28,6 +28,7 @@ import {
   OPTION_KEYS,
   registrationArgs,
   type ResumeOptions,
+  type TypedValueOptions,
   type UpdateOptions,
   validateFilters,
 } from "./_on_options.ts";
@@ -71,7 +72,10 @@ export function registerField<
   R = unknown,
 >(
   spec: ResourceSpec | TypedResource<S>,
-  options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+  options:
+    & Omit<FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value" | "old" | "new">
+    & { readonly field: P }
+    & TypedValueOptions<FieldValueOf<S, P>>,
   fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
 ): FieldChanging<S, T, FieldValueOf<S, P>, R> {
   const checked = registrationArgs<FieldOptions<unknown>, HandlerFn<never>>(

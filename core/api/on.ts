@@ -47,6 +47,8 @@ import {
   OPTION_KEYS,
   registrationArgs,
   type ResumeOptions,
+  type TypedValueOption,
+  type TypedValueOptions,
   type UpdateOptions,
 } from "./_on_options.ts";
 import { registerChanging, registerEvent, registerField } from "./_on_resources.ts";
@@ -66,6 +68,9 @@ export type {
   FieldOptions,
   HandlerOptions,
   ResumeOptions,
+  TypedValueFilter,
+  TypedValueOption,
+  TypedValueOptions,
   UpdateOptions,
 } from "./_on_options.ts";
 
@@ -87,7 +92,10 @@ export interface On {
     R = unknown,
   >(
     spec: ResourceSpec | TypedResource<S>,
-    options: ChangingOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    options:
+      & Omit<ChangingOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value">
+      & { readonly field: P }
+      & TypedValueOption<FieldValueOf<S, P>>,
     fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
   ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
@@ -120,7 +128,10 @@ export interface On {
     R = unknown,
   >(
     spec: ResourceSpec | TypedResource<S>,
-    options: UpdateOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    options:
+      & Omit<UpdateOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value" | "old" | "new">
+      & { readonly field: P }
+      & TypedValueOptions<FieldValueOf<S, P>>,
     fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
   ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
@@ -153,7 +164,10 @@ export interface On {
     R = unknown,
   >(
     spec: ResourceSpec | TypedResource<S>,
-    options: DeleteOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    options:
+      & Omit<DeleteOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value">
+      & { readonly field: P }
+      & TypedValueOption<FieldValueOf<S, P>>,
     fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
   ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
@@ -186,7 +200,10 @@ export interface On {
     R = unknown,
   >(
     spec: ResourceSpec | TypedResource<S>,
-    options: ResumeOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    options:
+      & Omit<ResumeOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value">
+      & { readonly field: P }
+      & TypedValueOption<FieldValueOf<S, P>>,
     fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
   ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**
@@ -226,7 +243,10 @@ export interface On {
     R = unknown,
   >(
     spec: ResourceSpec | TypedResource<S>,
-    options: FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>> & { readonly field: P },
+    options:
+      & Omit<FieldOptions<FieldContext<S, T, FieldValueOf<S, P>>>, "value" | "old" | "new">
+      & { readonly field: P }
+      & TypedValueOptions<FieldValueOf<S, P>>,
     fn: FieldChanging<S, T, FieldValueOf<S, P>, StorableResult<R>>,
   ): FieldChanging<S, T, FieldValueOf<S, P>, R>;
   /**

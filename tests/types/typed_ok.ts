@@ -1,6 +1,6 @@
 // Must compile: every handler kind typed by one name or by a typed resource constant, and
 // untyped code unchanged. Checked by tests/typed_handlers_test.ts.
-import { daemon, index, on, timer } from "../../mod.ts";
+import { ABSENT, daemon, index, on, PRESENT, timer } from "../../mod.ts";
 import type { ChangingContext, SpawnedContext } from "../../mod.ts";
 import { type Closed, ClosedOnes, type KopfExample, KopfExamples } from "./_kopfexample.ts";
 
@@ -62,6 +62,14 @@ on.update(KopfExamples, { field: "spec.duration" }, ({ new: now }) => {
 });
 on.create(KopfExamples, { field: "spec.items" }, ({ new: now }) => now?.map((item) => text(item)));
 on.field(KopfExamples, { field: ["spec", "anything"] }, ({ new: now }) => now); // unchecked form
+// Value filters of a typed field: its own values, PRESENT/ABSENT, callbacks of its type.
+on.field(KopfExamples, { field: "spec.nested.color", old: "blue", new: "red" }, () => {});
+on.update(KopfExamples, { field: "spec.nested.size", value: 3 }, () => {});
+on.create(KopfExamples, { field: "spec.field", value: PRESENT }, () => {});
+on.delete(KopfExamples, { field: "spec.field", value: ABSENT }, () => {});
+on.resume(KopfExamples, { field: "spec.nested.size", value: (size) => (size ?? 0) > 2 }, () => {});
+on.field(KopfExamples, { field: ["spec", "anything"], value: { any: "thing" } }, () => {});
+on.field("kopfexamples", { field: "spec.x", new: "whatever" }, () => {});
 on.field<KopfExample>("kopfexamples", { field: "spec.field" }, ({ old }) => old);
 
 // Old spellings keep compiling: a spec type, spec and status types, annotated contexts.

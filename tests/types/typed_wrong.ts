@@ -29,3 +29,8 @@ on.field(KopfExamples, { field: "status.message" }, () => {}); // expected error
 on.field(KopfExamples, { field: "spec.nested.size" }, ({ new: now }) => now?.toUpperCase()); // expected error
 on.field(KopfExamples, { field: "spec.field" }, ({ old }) => old.length); // expected error
 on.update(KopfExamples, { field: "spec.nested.size" }, ({ old }) => old?.toUpperCase()); // expected error
+// Value filters of a typed field are of the field's type (on.field; the other on.* with a field
+// fall back to their unchecked form, as for a wrong path).
+on.field(KopfExamples, { field: "spec.nested.color", new: "green" }, () => {}); // expected error
+on.field(KopfExamples, { field: "spec.nested.color", old: "rde" }, () => {}); // expected error
+on.field(KopfExamples, { field: "spec.nested.size", value: "3" }, () => {}); // expected error
