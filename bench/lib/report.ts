@@ -201,9 +201,14 @@ function rows(config: Record<string, unknown>): Row[] {
   ];
 }
 
-/** The median of a row's value over the contender's repetitions (NaN if never measured). */
-function valueOf(results: BenchResults, variant: string, contender: string, row: Row): number {
-  const values: number[] = [];
+/** A row's value in each repetition of the contender, by repetition. */
+function repValues(
+  results: BenchResults,
+  variant: string,
+  contender: string,
+  row: Row,
+): Map<number, number> {
+  const values = new Map<number, number>();
   for (const run of runsOf(results, variant)) {
     if (run.contender !== contender) continue;
     const phase = run.phases[row.phase];
@@ -212,9 +217,38 @@ function valueOf(results: BenchResults, variant: string, contender: string, row:
     const v = typeof row.value === "string"
       ? (m[row.value] ?? (row.value.startsWith("runs.") ? 0 : NaN))
       : row.value(m);
-    values.push(v);
+    values.set(run.rep, v);
   }
-  return median(values);
+  return values;
+}
+
+/** The median of a row's value over the contender's repetitions (NaN if never measured). */
+function valueOf(results: BenchResults, variant: string, contender: string, row: Row): number {
+  return median([...repValues(results, variant, contender, row).values()]);
+}
+
+/**
+ * The ratio of two contenders' medians; with several repetitions also the spread of the ratio
+ * within one repetition (each repetition's ratio: the contenders ran one after the other then),
+ * e.g. `0.65× (0.61–0.70)`.
+ */
+function ratioCell(
+  results: BenchResults,
+  variant: string,
+  row: Row,
+  ours: string,
+  other: string,
+): string {
+  const a = repValues(results, variant, ours, row), b = repValues(results, variant, other, row);
+  const cell = ratio(median([...a.values()]), median([...b.values()]));
+  const each = [...a].flatMap(([rep, v]) => {
+    const w = b.get(rep);
+    return w !== undefined && Number.isFinite(v) && Number.isFinite(w) && w !== 0 ? [v / w] : [];
+  });
+  if (each.length < 2 || cell === "—" || cell === "=") return cell;
+  const lo = Math.min(...each), hi = Math.max(...each);
+  const f = (r: number) => (r >= 10 ? r.toFixed(0) : r.toFixed(2));
+  return lo === hi ? cell : `${cell} (${f(lo)}–${f(hi)})`;
 }
 
 function incomplete(
@@ -277,7 +311,12 @@ export function renderMarkdown(results: BenchResults): string {
   lines.push("");
   lines.push(
     `Run ${results.startedAt} → ${results.finishedAt}; ${reps} repetition(s), ` +
-      `figures are medians over the repetitions. One control plane for all contenders; ` +
+      `figures are medians over the repetitions` +
+      (reps > 1
+        ? ` (ratios: of the medians, and in parentheses the lowest and highest ratio within ` +
+          `one repetition)`
+        : "") +
+      `. One control plane for all contenders; ` +
       `requests counted from the API server's audit log.`,
   );
   lines.push("");
@@ -339,13 +378,14 @@ export function renderMarkdown(results: BenchResults): string {
         fmt(values[i]!, row.digits) + (incomplete(results, variant.id, id, row.phase) ? " ⚠" : "")
       );
       const noise = row.scenario === "Noise";
+      const vs = (id: string, other: string) =>
+        noise ? "" : ratioCell(results, variant.id, row, id, other);
       for (const id of ours) {
-        const ts = values[ids.indexOf(id)] ?? NaN;
-        if (has(PY)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(PY)]!));
-        if (has(RAW)) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(RAW)]!));
+        if (has(PY)) cells.push(vs(id, PY));
+        if (has(RAW)) cells.push(vs(id, RAW));
         for (const [peer] of PEERS) {
           const other = peerOf(id, peer, ids);
-          if (other) cells.push(noise ? "" : ratio(ts, values[ids.indexOf(other)]!));
+          if (other) cells.push(vs(id, other));
         }
       }
       const scenario = row.scenario === last ? "" : `**${row.scenario}**`;
