@@ -428,6 +428,7 @@ export function renderMarkdown(results: BenchResults): string {
     lines.push("");
   }
   lines.push(...aims(results, label));
+  lines.push(...peerAims(results, label));
   return lines.join("\n") + "\n";
 }
 
@@ -502,4 +503,110 @@ function aims(results: BenchResults, label: (id: string) => string): string[] {
     out.push("");
   }
   return out;
+}
+
+/**
+ * The aims of issue 31 against controller-runtime (same persistence mode) and the raw floor,
+ * per CRD variant and kopf-ts contender: only those this run measured.
+ */
+function peerAims(results: BenchResults, label: (id: string) => string): string[] {
+  const GO = "controller-runtime";
+  const size = Number(results.config["createCount"]);
+  const out: string[] = [`## Aims of issue 31 (against controller-runtime and the floor)`, ""];
+  const mark = (ok: boolean | undefined) =>
+    ok === undefined ? "not measured" : ok ? "**met**" : "**not met**";
+  let any = false;
+  for (const variant of variantsOf(results)) {
+    const runs = runsOf(results, variant.id);
+    const ids = results.contenders.map((c) => c.id).filter((id) =>
+      runs.some((r) => r.contender === id)
+    );
+    const get = (id: string, phase: string, key: Row["value"]) =>
+      valueOf(results, variant.id, id, {
+        scenario: "",
+        metric: "",
+        phase,
+        value: key,
+        digits: 0,
+        better: "",
+      });
+    for (const id of ids.filter((i) => i.startsWith(TS))) {
+      const go = peerOf(id, GO, ids);
+      if (!go) continue;
+      any = true;
+      out.push(`${variant.label}, ${label(id)} vs ${label(go)}:`);
+      out.push("");
+      const line = (
+        aim: string,
+        pairs: Array<[string, number, number]>,
+        ok: (r: number) => boolean,
+      ) => {
+        const measured = pairs.filter(([, a, b]) => Number.isFinite(a) && Number.isFinite(b) && b);
+        if (!measured.length) return;
+        const all = measured.every(([, a, b]) => ok(a / b));
+        out.push(
+          `- ${aim}: ${measured.map(([what, a, b]) => `${what} ${ratio(a, b)}`).join(", ")} — ${
+            mark(all)
+          }.`,
+        );
+      };
+      const peakCap = size >= 10_000 ? 0.8 : 1.2;
+      line(
+        `peak RSS ≤ ${peakCap}× Go's`,
+        ["create", "backlog", "restart"].map((
+          p,
+        ) => [p, get(id, p, "peakRssMiB"), get(go, p, "peakRssMiB")]),
+        (r) => r <= peakCap,
+      );
+      line("idle RSS ≤ 0.5× Go's", [[
+        "idle",
+        get(id, "idle", "idleRssMiB"),
+        get(go, "idle", "idleRssMiB"),
+      ]], (r) => r <= 0.5);
+      line(
+        "throughput ≥ 1.1× Go's",
+        ["create", "backlog"].map((p) => [p, get(id, p, "throughput"), get(go, p, "throughput")]),
+        (r) => r >= 1.1,
+      );
+      const cpuPhases = ["create", "steady", "steady-fast", "updates", "restart", "backlog"];
+      line(
+        "operator CPU ≤ 0.5× Go's",
+        cpuPhases.map((p) => [p, get(id, p, "cpuS"), get(go, p, "cpuS")]),
+        (r) => r <= 0.5,
+      );
+      if (ids.includes(RAW)) {
+        line(
+          "backlog throughput ≥ 0.9× the floor's",
+          [["backlog", get(id, "backlog", "throughput"), get(RAW, "backlog", "throughput")]],
+          (r) => r >= 0.9,
+        );
+        line(
+          "operator CPU ≤ 1.3× the floor's",
+          cpuPhases.map((p) => [p, get(id, p, "cpuS"), get(RAW, p, "cpuS")]),
+          (r) => r <= 1.3,
+        );
+      }
+      for (const phase of ["steady", "steady-fast"]) {
+        const p99 = get(id, phase, "latency.p99");
+        line(
+          `${
+            phase === "steady" ? results.config["steadyRate"] : results.config["steadyFastRate"]
+          }/s: p99 ≤ Go's`,
+          [["p99", p99, get(go, phase, "latency.p99")]],
+          (r) => r <= 1,
+        );
+        if (ids.includes(RAW)) {
+          line(
+            `${
+              phase === "steady" ? results.config["steadyRate"] : results.config["steadyFastRate"]
+            }/s: p99 ≤ 2× the floor's`,
+            [["p99", p99, get(RAW, phase, "latency.p99")]],
+            (r) => r <= 2,
+          );
+        }
+      }
+      out.push("");
+    }
+  }
+  return any ? out : [];
 }
