@@ -640,3 +640,42 @@ Deno.test("unbegun and room(): objects waiting for their first cycle, and waitin
   await h.stop();
   assert.equal(h.queue.unbegun, 0);
 });
+
+Deno.test("ObjectQueue: an idle worker with nothing due and nothing to wake it holds no body; one with a delay or daemons keeps its last", async () => {
+  const controller = new AbortController();
+  const settings = createSettings({ queueing: { idleTimeout: 30 } }).queueing;
+  const done = new Set<string>();
+  const queue = new ObjectQueue({
+    settings,
+    logger: new Logger(["kopf", "test"]),
+    signal: controller.signal,
+    limiter: undefined,
+    gate: undefined,
+    observer: undefined,
+    createMemo: () => ({}),
+    process: (memory, event) => {
+      const uid = event.body.metadata?.uid ?? "";
+      // "d": daemons (a spawner, which may wake the object); "t": a handler due in 60 s.
+      if (uid === "d") memory.spawner = {} as NonNullable<ObjectMemory["spawner"]>;
+      done.add(uid);
+      return Promise.resolve(uid === "t" ? { delay: 60 } : {});
+    },
+  });
+  try {
+    for (const uid of ["a", "b", "c"]) queue.push(ev(uid, "1"));
+    await until(() => done.size === 3, "three cycles");
+    await sleep(20); // the workers wait, idle (for 30 s)
+    assert.equal(queue.heldBodies, 0, "idle workers hold no bodies");
+    queue.push(ev("d", "1"));
+    queue.push(ev("t", "1"));
+    await until(() => done.has("d") && done.has("t"), "the cycles of d and t");
+    await sleep(20);
+    assert.equal(
+      queue.heldBodies,
+      2,
+      "the worker with daemons and the one with a delay keep theirs",
+    );
+  } finally {
+    controller.abort();
+  }
+});
