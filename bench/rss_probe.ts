@@ -6,15 +6,20 @@
  *
  *   deno run -A bench/rss_probe.ts [--count 10000] [--idle 30]
  *     [--variant NAME=V8FLAGS;ENV:VAL;+DENOFLAG ...]
- *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...] [--smaps]
+ *     [--handlers FILE] [--logs DIR] [--deno-flag=--cpu-prof ...] [--smaps] [--emulator]
  *
  * A variant's `BENCH_HEAPSNAP:FILE` or `BENCH_MALLOCINFO:FILE` (bench/handlers/_memlog.ts) makes
  * the probe signal the operator for a heap snapshot or glibc's malloc_info after the idle phase.
- * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one.
+ * Without a running control plane (`$KOPF_TS_TEST_KUBECONFIG`) it starts one; `--emulator` serves
+ * the in-memory API server (kits/emulator) from the probe's own process instead.
  * @module
  */
 import { parseArgs } from "node:util";
-import { createTestNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+import {
+  type ClusterAccess,
+  createTestNamespace,
+  sharedControlPlane,
+} from "../testing/control_plane.ts";
 import { Api, Observer, pool } from "./lib/kube.ts";
 import { cpuSeconds, memoryMiB, processTree } from "./lib/procs.ts";
 import { CRD_VARIANTS } from "./lib/config.ts";
@@ -59,12 +64,16 @@ const { values } = parseArgs({
     logs: { type: "string" },
     "deno-flag": { type: "string", multiple: true },
     smaps: { type: "boolean", default: false },
+    emulator: { type: "boolean", default: false },
   },
 });
 const count = Number(values.count), idleS = Number(values.idle);
 const variants = (values.variant ?? ["default"]).map(parseVariant);
 
-const plane = await sharedControlPlane();
+// --emulator: the in-memory API server in this process instead of a control plane.
+const plane: ClusterAccess & { readonly kubeconfigPath: string } = values.emulator
+  ? await (await import("../kits/emulator/mod.ts")).Emulator.start()
+  : await sharedControlPlane();
 const api = new Api(plane);
 const kubeconfig = plane.kubeconfigPath;
 await applyCrd(api, CRD_VARIANTS.find((v) => v.id === "plain")!);

@@ -76,6 +76,14 @@ if (burstGc !== undefined) {
   });
 }
 
+// `BENCH_IDLE_TIMEOUT=S`: `settings.queueing.idleTimeout` (seconds an idle worker waits).
+const idleTimeout = Deno.env.get("BENCH_IDLE_TIMEOUT");
+if (idleTimeout !== undefined) {
+  on.startup(function idle_timeout({ settings }) {
+    settings.queueing.idleTimeout = Number(idleTimeout);
+  });
+}
+
 // `BENCH_MAX_CONNECTIONS=N`: `settings.networking.maxConnections` (a diagnostic).
 const connections = Number(Deno.env.get("BENCH_MAX_CONNECTIONS") ?? 0);
 if (connections > 0) {

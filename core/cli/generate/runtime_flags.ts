@@ -19,14 +19,19 @@
  *   MiB; a 5,000-object backlog: 129 instead of 161 MiB) but costs CPU where handlers run all the
  *   time (steady creation +37–46%, a create burst +15–32%, side by side on a quiet machine;
  *   round 8, docs/performance.md): an option for a deployment short of memory, not the default.
+ * - `--expose-gc`: the operator's own full collections (one every `process.burstGcCycles` cycles
+ *   of a burst, one after it) as plain mark-compacts; without it, the collection the operator
+ *   fetches at run time acts as a low-memory notification that also drops compiled code — a
+ *   quarter of a restart's CPU (core/util/memory.ts; round 8, docs/performance.md).
  *
  * V8 reads them only at start, so they cannot be set from inside; with `deno run`, pass
- * `--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier` (or set `DENO_V8_FLAGS`);
+ * `--v8-flags=--max-semi-space-size=8,--maglev-as-top-tier,--expose-gc` (or set `DENO_V8_FLAGS`);
  * `tools/kopf` (the `kopf` command of a checkout) does.
  */
 export const RUNTIME_V8_FLAGS: readonly string[] = Object.freeze([
   "--max-semi-space-size=8",
   "--maglev-as-top-tier",
+  "--expose-gc",
 ]);
 
 /**

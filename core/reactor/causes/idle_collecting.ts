@@ -48,7 +48,11 @@ export class IdleCollector {
    * @param busy Whether a worker runs now: no collection in the middle of a cycle.
    * @param collect One full garbage collection within a burst. @default collectGarbage
    */
-  constructor(scope: IdleScope, busy: () => boolean, collect: () => unknown = collectGarbage) {
+  constructor(
+    scope: IdleScope,
+    busy: () => boolean,
+    collect: () => unknown = () => collectGarbage("major"),
+  ) {
     this.#scope = scope;
     this.#busy = busy;
     this.#collect = collect;
