@@ -608,6 +608,8 @@ Deno.test(
         await op.waitForLine(/^Watching kopfexamples\.v1\.kopf\.dev$/);
         await createKex(admin, fromEnv, "cluster", labels);
         await op.waitForLine(new RegExp(`^seen ${fromEnv}/cluster$`));
+        // The object may come with the listing: the watch that follows is asked for after it.
+        await op.waitForLine(/^GET \/apis\/kopf\.dev\/v1\/kopfexamples\?.*watch=true.* → 200/);
         assert.equal(await op.stop(), 0);
         const output = op.lines.join("\n");
         assert.ok(
