@@ -218,6 +218,22 @@ function repValues(
   return values;
 }
 
+/** The median of one metric of a contender's phase in a variant (for the aims' checks). */
+function metricOf(
+  results: BenchResults,
+  variant: string,
+): (id: string, phase: string, key: Row["value"]) => number {
+  return (id, phase, key) =>
+    valueOf(results, variant, id, {
+      scenario: "",
+      metric: "",
+      phase,
+      value: key,
+      digits: 0,
+      better: "",
+    });
+}
+
 /** The median of a row's value over the contender's repetitions (NaN if never measured). */
 function valueOf(results: BenchResults, variant: string, contender: string, row: Row): number {
   return median([...repValues(results, variant, contender, row).values()]);
@@ -440,15 +456,7 @@ function aims(results: BenchResults, label: (id: string) => string): string[] {
   const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
   const cpuPerObject = (m: Record<string, number>) => m["cpuS"]! / m["objects"]!;
   for (const variant of variantsOf(results)) {
-    const get = (id: string, phase: string, key: Row["value"]) =>
-      valueOf(results, variant.id, id, {
-        scenario: "",
-        metric: "",
-        phase,
-        value: key,
-        digits: 0,
-        better: "",
-      });
+    const get = metricOf(results, variant.id);
     const ours = results.contenders.map((c) => c.id).filter((id) =>
       id.startsWith(TS) && runsOf(results, variant.id).some((r) => r.contender === id)
     );
@@ -517,15 +525,7 @@ function peerAims(results: BenchResults, label: (id: string) => string): string[
     const ids = results.contenders.map((c) => c.id).filter((id) =>
       runs.some((r) => r.contender === id)
     );
-    const get = (id: string, phase: string, key: Row["value"]) =>
-      valueOf(results, variant.id, id, {
-        scenario: "",
-        metric: "",
-        phase,
-        value: key,
-        digits: 0,
-        better: "",
-      });
+    const get = metricOf(results, variant.id);
     for (const id of ids.filter((i) => i.startsWith(TS))) {
       const go = peerOf(id, GO, ids);
       if (!go) continue;
