@@ -358,6 +358,10 @@ class Server {
       }
       this.#open++;
       this.#accepted++;
+      // Nagle off, as for the client's sockets (core/client/_sockets.ts): with it, an answer
+      // written after an unacknowledged write (a relayed TLS flight, a head before its body)
+      // waited ~40 ms for the peer's delayed acknowledgement.
+      conn.setNoDelay(true);
       const task = inner ? this.#relay(conn, inner.addr.port) : this.#serve(plainIo(conn));
       this.#track(task.finally(() => this.#open--));
     }
@@ -408,6 +412,7 @@ class Server {
     let loop: Deno.TcpConn;
     try {
       loop = await Deno.connect({ hostname: "127.0.0.1", port });
+      loop.setNoDelay(true);
     } catch {
       closeQuietly(outer);
       return;
