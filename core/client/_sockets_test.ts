@@ -62,15 +62,14 @@ async function get(socket: RawSocket, path: string): Promise<string> {
   }
 }
 
+/** A request to 127.0.0.1:port over TLS verified against `caPem`. */
+async function getVerified(port: number, caPem: string, path: string): Promise<string> {
+  return await get(await openSocket({ hostname: "127.0.0.1", port, tls: true, caPem }), path);
+}
+
 Deno.test("openSocket: TLS verified against the given CA, for the name connected to", async () => {
   await using server = await tlsServer(["127.0.0.1"]);
-  const socket = await openSocket({
-    hostname: "127.0.0.1",
-    port: server.port,
-    tls: true,
-    caPem: server.caPem,
-  });
-  const answer = await get(socket, "/verified");
+  const answer = await getVerified(server.port, server.caPem, "/verified");
   assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
   assert.ok(answer.endsWith("/verified"));
 });
@@ -78,29 +77,19 @@ Deno.test("openSocket: TLS verified against the given CA, for the name connected
 Deno.test("openSocket: a server certificate of another CA is refused", async () => {
   await using server = await tlsServer(["127.0.0.1"]);
   const other = await selfSignedServerCertificate(["127.0.0.1"]);
-  await assert.rejects(async () => {
-    const socket = await openSocket({
-      hostname: "127.0.0.1",
-      port: server.port,
-      tls: true,
-      caPem: other.caPem,
-    });
-    await get(socket, "/unverified");
-  }, /certificate|UnknownIssuer/i);
+  await assert.rejects(
+    () => getVerified(server.port, other.caPem, "/unverified"),
+    /certificate|UnknownIssuer/i,
+  );
 });
 
 Deno.test("openSocket: a server certificate for another name is refused", async () => {
   // Issued for "localhost" only; connected to as 127.0.0.1.
   await using server = await tlsServer(["localhost"]);
-  await assert.rejects(async () => {
-    const socket = await openSocket({
-      hostname: "127.0.0.1",
-      port: server.port,
-      tls: true,
-      caPem: server.caPem,
-    });
-    await get(socket, "/wrong-name");
-  }, /certificate|NotValidForName/i);
+  await assert.rejects(
+    () => getVerified(server.port, server.caPem, "/wrong-name"),
+    /certificate|NotValidForName/i,
+  );
 });
 
 /** Deno's networking as `openSocket` uses it, recording the calls; sockets are not connected. */
