@@ -50,34 +50,29 @@ export interface SocketOptions {
 /**
  * Opens a socket to the server.
  * @param options Address and TLS material.
+ * @param net Deno's networking (tests replace it).
  * @returns The connected socket (after the TLS handshake for unverified connections).
  */
-export function openSocket(
+export async function openSocket(
   options: SocketOptions,
   net: SocketNet = DENO_NET,
 ): Promise<RawSocket> {
   const { hostname, port } = options;
-  if (!options.tls) return connectNoDelay(net, hostname, port);
-  if (options.insecureSkipTlsVerify) return connectUnverified(options);
+  if (!options.tls) return await connectNoDelay(net, hostname, port);
+  if (options.insecureSkipTlsVerify) return await connectUnverified(options);
   const caCerts = options.caPem ? { caCerts: [options.caPem] } : {};
   if (options.certPem && options.keyPem) {
-    return net.connectTls({
-      hostname,
-      port,
-      ...caCerts,
-      cert: options.certPem,
-      key: options.keyPem,
-    });
+    const cert = { cert: options.certPem, key: options.keyPem };
+    return await net.connectTls({ hostname, port, ...caCerts, ...cert });
   }
-  return connectNoDelay(net, hostname, port).then(async (tcp) => {
-    try {
-      // `hostname` is what the server's certificate is verified against (an IP address too).
-      return await net.startTls(tcp, { hostname, ...caCerts });
-    } catch (error) {
-      tcp.close();
-      throw error;
-    }
-  });
+  const tcp = await connectNoDelay(net, hostname, port);
+  try {
+    // `hostname` is what the server's certificate is verified against (an IP address too).
+    return await net.startTls(tcp, { hostname, ...caCerts });
+  } catch (error) {
+    tcp.close();
+    throw error;
+  }
 }
 
 /** The parts of Deno's networking that {@link openSocket} uses (replaceable in tests). */

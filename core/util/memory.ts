@@ -16,8 +16,9 @@
  * compacting passes that give pages back (`"reduce"`) — while the one fetched at run time always
  * acts as a low-memory notification: the compacting passes, and V8 also drops compiled code, which
  * is compiled again afterwards. Within a burst that cost a quarter of a restart's CPU (6,000
- * handled objects: 0.80 → 0.56 s; a 5,000-object backlog 1.63 → 1.29 s; bench/backlog_probe.ts). `malloc_trim` is called through FFI, only on Linux with glibc and only
- * when the FFI permission is already granted (`-A`, or `--allow-ffi`); elsewhere it is skipped.
+ * handled objects: 0.80 → 0.56 s; a 5,000-object backlog 1.63 → 1.29 s; bench/backlog_probe.ts).
+ * `malloc_trim` is called through FFI, only on Linux with glibc and only when the FFI permission
+ * is already granted (`-A`, or `--allow-ffi`); elsewhere it is skipped.
  * @module
  */
 
