@@ -54,6 +54,16 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `;
   await Deno.writeTextFile(`${dir.path}/unreachable`, unreachable);
+  // The real API server with a token it does not know: reachable, credentials refused (401).
+  let server: string;
+  {
+    using client = await testClient();
+    server = client.http.connection.server;
+  }
+  await Deno.writeTextFile(
+    `${dir.path}/badtoken`,
+    unreachable.replace("https://127.0.0.1:1", server).replace("token: t", "token: no-such-token"),
+  );
   const cases: Array<[string[], Record<string, string>, RegExp]> = [
     [[`${dir.path}/broken.ts`], {}, /^error: Cannot load handlers from .*broken\.ts: .*/],
     [
@@ -79,6 +89,11 @@ current-context: x
       [`${dir.path}/ok.ts`],
       { KUBECONFIG: `${dir.path}/unreachable` },
       /^error: Cannot reach the API server at https:\/\/127\.0\.0\.1:1: /,
+    ],
+    [
+      [`${dir.path}/ok.ts`],
+      { KUBECONFIG: `${dir.path}/badtoken` },
+      /^error: The API server at https:\/\/\S+ rejected the credentials from .*badtoken.*401/,
     ],
   ];
   for (const [args, env, pattern] of cases) {

@@ -183,8 +183,8 @@ function isConnectionInfo(value: unknown): value is ConnectionInfo {
  */
 export async function checkConnection(client: KubeClient, signal: AbortSignal): Promise<void> {
   try {
-    await client.http.json({ path: "/version", signal, retries: 2 });
-    // /version is open to anonymous users: check the credentials with a cheap authorised call.
+    // One cheap authorised call answers both questions (not `/version`: it is open to anonymous
+    // users, so it would prove the server reachable but not the credentials accepted).
     await client.http.json({ path: "/api", signal, retries: 2 });
   } catch (error) {
     if (signal.aborted) throw error;
