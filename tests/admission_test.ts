@@ -22,7 +22,11 @@ import {
 } from "../mod.ts";
 import { WEBHOOK_CONFIGURATIONS } from "../core/engines/admission/admission_configs.ts";
 import { operator, OperatorStartError } from "../core/reactor/lifetime/running.ts";
-import type { AdmissionReview, WebhookFnOptions } from "../core/structs/admission.ts";
+import type {
+  AdmissionReview,
+  WebhookFnOptions,
+  WebhookServeOptions,
+} from "../core/structs/admission.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { fixture, stopCleanly, waitFor } from "./_examples.ts";
 import { spawnOperator } from "./_operator.ts";
@@ -342,6 +346,31 @@ Deno.test(
         error instanceof OperatorStartError &&
         /no webhook server is configured/.test(error.message),
     );
+  },
+);
+
+Deno.test(
+  "a webhook server is told the cluster's version and the CA the operator trusts for it (WH-18)",
+  opts,
+  async () => {
+    const registry = new OperatorRegistry();
+    on.validate("kopfexamples", { registry, labels: { "adm-test": unique("m") } }, function v() {});
+    const told: WebhookServeOptions[] = [];
+    const settings = createSettings();
+    // No managed configurations: the server's client config is not written anywhere.
+    settings.admission.server = async function* (_fn, options) {
+      told.push(options);
+      yield { url: "https://127.0.0.1:1" };
+      await new Promise((resolve) => options.signal.addEventListener("abort", resolve));
+    };
+    using client = await testClient();
+    await using running = start({ registry, settings, client, standalone: true });
+    await running.ready;
+    assert.equal(told.length, 1);
+    const version = await client.http.json<{ gitVersion: string }>({ path: "/version" });
+    assert.equal(told[0]?.gitVersion, version.gitVersion);
+    assert.ok(client.http.connection.caPem, "the test plane's kubeconfig carries its CA");
+    assert.equal(told[0]?.caPem, client.http.connection.caPem);
   },
 );
 

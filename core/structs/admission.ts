@@ -173,6 +173,11 @@ export interface WebhookServeOptions {
   readonly signal: AbortSignal;
   /** The API server's `/version` `gitVersion`, for servers that adapt to the cluster type. */
   readonly gitVersion?: string | undefined;
+  /**
+   * The PEM CA bundle the operator trusts for the API server (its connection's, if any), for
+   * servers that adapt to the cluster type: Minikube's and K3s's CAs name themselves so.
+   */
+  readonly caPem?: string | undefined;
 }
 
 /**

@@ -404,7 +404,8 @@ async function runAdmission(deps: RunAdmissionDeps, onReady: () => void): Promis
     path: "/version",
     signal: deps.signal,
   }).then((v) => v.gitVersion, () => undefined);
-  const serveOptions = { signal: deps.signal, gitVersion };
+  const { caPem } = deps.client.http.connection;
+  const serveOptions = { signal: deps.signal, gitVersion, caPem };
   const configs: AsyncIterable<WebhookClientConfig> = typeof server === "function"
     ? server(fn, serveOptions)
     : server.serve(fn, serveOptions);

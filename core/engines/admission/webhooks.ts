@@ -3,7 +3,7 @@
  * timeouts and request sizes) that route `POST <path>/<handler id>` to the framework's review
  * function and report where Kubernetes reaches them. The K3d and Minikube variants only differ
  * in the host name put into URLs and certificates; the auto server picks one by the cluster's
- * version string.
+ * version string and the names of its CA.
  *
  * Certificates: a server given `certfile`/`pkeyfile` uses them; `insecure: true` serves plain
  * HTTP (Kubernetes refuses it; for curl and tunnels); otherwise a self-signed CA and a server
@@ -18,6 +18,7 @@
 
 import { handleWebhookRequest as handle } from "./webhook_requests.ts";
 import { DEFAULT_HTTP_LIMITS, type HttpServerLimits, serveHttp } from "../../util/http_server.ts";
+import { certificateNames } from "../../util/x509_names.ts";
 import type {
   WebhookClientConfig,
   WebhookFn,
@@ -255,10 +256,43 @@ export class WebhookMinikubeServer extends WebhookServer {
   static override readonly DEFAULT_HOST: string | undefined = "host.minikube.internal";
 }
 
+/** A local cluster whose magic host name reaches the host machine. */
+export type LocalCluster = "k3s" | "minikube";
+
 /**
- * Picks the K3d server for K3s clusters (a `+k3s` version), else a plain local server. Minikube
- * is not detected (Kopf reads the API server's certificate for that, which Deno cannot show):
- * use {@link WebhookMinikubeServer} explicitly.
+ * Tells a K3s/K3d or Minikube cluster from its version and the CA that signs its API server:
+ * K3s by a `+k3s` version or a CA named after it (`k3s-server-ca@…`), Minikube by a CA named after
+ * it (`minikubeCA`). Kopf reads the names from the API server's own certificate, which Deno does
+ * not show; its issuer is this CA, so the CA's names tell the same.
+ * @param options The cluster's `gitVersion` and the PEM CA bundle the operator trusts for it.
+ * @returns The cluster, or `undefined` when it is neither (or nothing tells).
+ * @example
+ * ```ts
+ * import { detectLocalCluster } from "./webhooks.ts";
+ * detectLocalCluster({ gitVersion: "v1.33.3+k3s1" }); // "k3s"
+ * detectLocalCluster({ gitVersion: "v1.36.3" }); // undefined
+ * ```
+ */
+export function detectLocalCluster(
+  options: Pick<WebhookServeOptions, "gitVersion" | "caPem">,
+): LocalCluster | undefined {
+  if (options.gitVersion?.includes("+k3s")) return "k3s";
+  let names: string[] = [];
+  try {
+    names = certificateNames(options.caPem ?? "").flatMap((cert) =>
+      [...cert.subject, ...cert.issuer].map((a) => a.value.toLowerCase())
+    );
+  } catch {
+    return undefined; // an unreadable CA tells nothing; the plain server still works
+  }
+  if (names.some((name) => name.includes("k3s"))) return "k3s";
+  if (names.some((name) => name.includes("minikube"))) return "minikube";
+  return undefined;
+}
+
+/**
+ * Picks the K3d server for K3s clusters and the Minikube server for Minikube clusters
+ * ({@link detectLocalCluster}), else a plain local server. Never tunnels.
  */
 export class WebhookAutoServer extends WebhookServer {
   /**
@@ -272,8 +306,11 @@ export class WebhookAutoServer extends WebhookServer {
     fn: WebhookFn,
     options: WebhookServeOptions,
   ): AsyncGenerator<WebhookClientConfig> {
-    const server = options.gitVersion?.includes("+k3s")
+    const cluster = detectLocalCluster(options);
+    const server = cluster === "k3s"
       ? new WebhookK3dServer(this.options)
+      : cluster === "minikube"
+      ? new WebhookMinikubeServer(this.options)
       : new WebhookServer(this.options);
     for await (const config of server.serve(fn, options)) {
       this.port = server.port;
