@@ -291,3 +291,32 @@ export class Logger {
 export function isAtLeast(level: LogLevel, minimum: LogLevel): boolean {
   return LOG_LEVELS[level] >= LOG_LEVELS[minimum];
 }
+
+/**
+ * A logger that drops every message, and whose derived loggers do too: for a dry run of code
+ * whose messages would be repeated by the real run (the cycle's phases on a scratch copy).
+ */
+export class SilentLogger extends Logger {
+  /** @param category Logger category. */
+  constructor(category: readonly string[] = OBJECTS_CATEGORY) {
+    super(category);
+  }
+
+  /** Drops the message. */
+  override log(): void {}
+
+  /** @returns `false`: nothing is ever logged. */
+  override isEnabledFor(): boolean {
+    return false;
+  }
+
+  /** @returns This logger: silent too. */
+  override forObject(): Logger {
+    return this;
+  }
+
+  /** @returns This logger: silent too. */
+  override child(): Logger {
+    return this;
+  }
+}

@@ -237,10 +237,17 @@ export function setDefaultRegistry(registry: OperatorRegistry): void {
   (globalThis as WithDefault)[DEFAULT_KEY] = registry;
 }
 
-// Whether a handler has any callback filter, i.e. whether its filters need a context at all.
 const withCallbacks = new WeakMap<object, boolean>();
 
-function usesCallbacks(handler: ResourceHandler | WebhookHandler | ReconcilingHandler): boolean {
+/**
+ * Whether a handler has any callback filter (`when`, a callable value, old/new or label or
+ * annotation filter), i.e. whether its filters need a context at all and run user code.
+ * @param handler The handler.
+ * @returns `true` if any of its filters is a function.
+ */
+export function usesCallbacks(
+  handler: ResourceHandler | WebhookHandler | ReconcilingHandler,
+): boolean {
   let uses = withCallbacks.get(handler);
   if (uses === undefined) {
     const h = handler as Partial<Record<"when" | "value" | "old" | "new", unknown>>;

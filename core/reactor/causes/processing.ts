@@ -14,6 +14,9 @@
  * @module
  */
 
+import { SilentLogger } from "../../actions/loggers.ts";
+import { usesCallbacks } from "../../intents/registries.ts";
+import type { KubeObject } from "../../structs/objects.ts";
 import { Patch } from "../../structs/patches.ts";
 import { detectCause } from "./cycle/causation.ts";
 import { executeHandlers } from "./cycle/execution.ts";
@@ -62,4 +65,42 @@ export async function processEvent(
   // 8.–10. Run the chosen handlers, apply their outcomes, write the one patch.
   await executeHandlers(deps, cycle);
   return await finishCycle(deps, cycle, applyOutcomes(deps, cycle));
+}
+
+/** The logger of {@link listedQuietly}'s scratch cycles: they log nothing. */
+const SILENT = new SilentLogger();
+
+/**
+ * A listed object the stream's queue does not know (no worker, no memory) whose cycle would do
+ * nothing — no handler due, nothing to write — needs no worker at all: so it is on every
+ * restart for each object handled before and unchanged since (in Kopf, a cycle each, a resume
+ * that runs nothing). This tells it by running the cycle's own synchronous phases (3–8, up to the
+ * choice of handlers) on a scratch memory, silently; whatever they would write or run sends the
+ * object to the queue as usual, where its cycle runs from the start. The object's memory is not
+ * kept — as the queue forgets the memory of an idle object that holds nothing.
+ *
+ * Only for streams whose listed objects' cycles depend on nothing but the object: none when the
+ * resource has raw-event handlers (they see every listing), resume handlers (every listed object
+ * is resumed), daemons or timers (spawned for every object), or callback filters (user code,
+ * which would then run once more for objects that go on to the queue).
+ * @param deps The stream's scope.
+ * @returns The predicate, or `undefined` when every listed object must go to the queue.
+ */
+export function listedQuietly(deps: ResourceScope): ((body: KubeObject) => boolean) | undefined {
+  if (deps.watching.length || deps.spawning.length) return undefined;
+  if (deps.changing.some((h) => h.reason === "resume" || usesCallbacks(h))) return undefined;
+  return (body) => {
+    const memory: ObjectMemory = { memo: {}, handledOnce: false, wake: () => {} };
+    try {
+      const cycle = {
+        ...openCycle(deps, memory, { type: null, body }, new Patch()),
+        logger: SILENT,
+      };
+      const end = endUnhandled(deps, cycle) ?? toggleFinalizer(deps, cycle) ??
+        adjustSpawned(deps, cycle) ?? detectCause(deps, cycle) ?? selectHandlers(deps, cycle);
+      return end !== undefined && end.delay === undefined && cycle.patch.isEmpty;
+    } catch {
+      return false; // e.g. a stored state that is not JSON: the real cycle fails and retries it
+    }
+  };
 }

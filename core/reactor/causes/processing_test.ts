@@ -15,7 +15,10 @@ import {
   withDiffBase,
 } from "./cycle/_test_support.ts";
 import { Patch } from "../../structs/patches.ts";
-import { type CycleResult, type ObjectMemory, processEvent } from "./processing.ts";
+import { type CycleResult, listedQuietly, type ObjectMemory, processEvent } from "./processing.ts";
+import type { ChangingHandler } from "../../intents/handlers.ts";
+import { createSettings } from "../../settings/settings.ts";
+import type { ResourceScope } from "../scope/scope.ts";
 
 const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
 
@@ -289,4 +292,75 @@ Deno.test("processEvent() purges the records of every changing handler when a ca
   assert.equal(result.requests, 1);
   assert.equal(progressOf(fixture, result.body!, "unmatched"), undefined);
   assert.deepEqual(diffBaseOf(fixture, result.body!), { spec: { field: "changed" } });
+});
+
+Deno.test("listedQuietly() says a listed object needs no cycle exactly when its first cycle would write nothing and run nothing", async () => {
+  const registries: Record<string, () => ChangingHandler[]> = {
+    "create+update": () => [changingHandler("c", "create"), changingHandler("u", "update")],
+    "create+delete": () => [changingHandler("c", "create"), changingHandler("d", "delete")],
+    "optional delete": () => [changingHandler("d", "delete", undefined, { optional: true })],
+    "labelled": () => [changingHandler("c", "create", undefined, { labels: { app: "x" } })],
+    "field": () => [changingHandler("f", undefined, undefined, { field: ["spec", "field"] })],
+    "none": () => [],
+  };
+  const settings = createSettings();
+  const handled = (body: KubeObject) => withDiffBase(settings, body);
+  const objects: Record<string, KubeObject> = {
+    "new": objectOf(),
+    "handled": handled(objectOf()),
+    "handled, labelled": handled(objectOf({ metadata: { labels: { app: "x" } } })),
+    "handled, then changed": { ...handled(objectOf()), spec: { field: "other" } },
+    "handled, with the finalizer": handled(objectOf({ metadata: { finalizers: [FINALIZER] } })),
+    "handled, deletion requested, finalizer": handled(objectOf({
+      metadata: { finalizers: [FINALIZER], deletionTimestamp: "2026-01-01T00:00:00Z" },
+    })),
+    "handled, deletion requested, other finalizer": handled(objectOf({
+      metadata: { finalizers: ["other"], deletionTimestamp: "2026-01-01T00:00:00Z" },
+    })),
+    // State that is not JSON fails the cycle (retried with backoff): never quiet.
+    "a diff-base that is not JSON": objectOf({
+      metadata: {
+        annotations: { "kopf.zalando.org/last-handled-configuration": "not json" },
+      },
+    }),
+  };
+  let quietCases = 0;
+  for (const [registry, handlers] of Object.entries(registries)) {
+    for (const [state, body] of Object.entries(objects)) {
+      const calls: string[] = [];
+      const changing = handlers().map((h) => ({ ...h, fn: () => void calls.push(h.id) }));
+      const fixture = cycleFixture({ changing, settings });
+      const quiet = listedQuietly(fixture.deps);
+      assert.ok(quiet, "these handlers let the stream tell");
+      const told = quiet(body);
+      assert.deepEqual(fixture.logs, [], `${registry}, ${state}: the scratch cycle logs nothing`);
+      const result = await cycle(fixture, memoryOf(), fixture.api.put(body), null).catch(
+        () => ({ requests: -1, delay: undefined }), // the cycle failed: not idle
+      );
+      const idle = result.requests === 0 && calls.length === 0 && result.delay === undefined;
+      assert.equal(told, idle, `${registry}, ${state}: quiet ${told}, the cycle idle ${idle}`);
+      if (told) quietCases++;
+    }
+  }
+  // Both answers occur (the restart's case among the quiet ones).
+  assert.ok(quietCases >= 6 && quietCases < 48, `${quietCases} quiet cases`);
+});
+
+Deno.test("listedQuietly() does not tell for raw-event, resume, daemon or timer handlers, or callback filters", () => {
+  const undecided = [
+    cycleFixture({ watching: [watchingHandler("w", () => {})] }),
+    cycleFixture({ changing: [changingHandler("r", "resume")] }),
+    cycleFixture({ changing: [changingHandler("c", "create", undefined, { when: () => true })] }),
+    cycleFixture({
+      changing: [changingHandler("c", "create", undefined, { labels: { app: () => true } })],
+    }),
+  ];
+  for (const fixture of undecided) assert.equal(listedQuietly(fixture.deps), undefined);
+  const spawning = cycleFixture();
+  const withDaemon = {
+    ...spawning.deps,
+    spawning: [{ kind: "spawning" } as ResourceScope["spawning"][number]],
+  };
+  assert.equal(listedQuietly(withDaemon), undefined);
+  assert.ok(listedQuietly(cycleFixture({ changing: [changingHandler("c", "create")] }).deps));
 });

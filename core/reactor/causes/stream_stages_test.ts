@@ -266,13 +266,39 @@ Deno.test("queueRouter: changes and deletions queued; relisted unchanged objects
   ];
   const route = (role: "full" | "index", raw: boolean) => {
     const pushed: QueuedEvent[] = [];
-    const stage = queueRouter({ push: (event) => void pushed.push(event) }, role, raw);
+    const queue = {
+      push: (event: QueuedEvent) => void pushed.push(event),
+      memory: () => undefined,
+    };
+    const stage = queueRouter(queue, role, raw);
     for (const event of events) stage(event);
     return pushed.map((e) => `${e.type}${e.forced ? " forced" : ""}`);
   };
   assert.deepEqual(route("full", false), ["null", "MODIFIED", "DELETED"]);
   assert.deepEqual(route("full", true), ["null", "MODIFIED", "null forced", "DELETED"]);
   assert.deepEqual(route("index", true), []);
+});
+
+Deno.test("queueRouter: a listed object whose cycle would do nothing is not queued, unless the queue knows it; watch events always are", () => {
+  const pushed: string[] = [];
+  const known = new Set(["uid-b"]);
+  const asked: string[] = [];
+  const queue = {
+    push: (event: QueuedEvent) => void pushed.push(`${event.type} ${event.body.metadata?.name}`),
+    memory: (key: string) => known.has(key) ? ({} as ObjectMemory) : undefined,
+  };
+  const quiet = (body: KubeObject) => {
+    asked.push(body.metadata!.name!);
+    return body.metadata?.name !== "c"; // "c" changed while the operator was away
+  };
+  const stage = queueRouter(queue, "full", false, quiet);
+  stage({ type: "apply", object: cm("a"), initial: true, raw: null }); // quiet: not queued
+  stage({ type: "apply", object: cm("b"), initial: true, raw: null }); // known: queued, not asked
+  stage({ type: "apply", object: cm("c"), initial: true, raw: null }); // not quiet: queued
+  stage({ type: "apply", object: cm("a"), initial: false, raw: "MODIFIED" }); // a watch event
+  stage({ type: "delete", object: cm("a") });
+  assert.deepEqual(pushed, ["null b", "null c", "MODIFIED a", "DELETED a"]);
+  assert.deepEqual(asked, ["a", "c"]);
 });
 
 Deno.test("listingBrake: off when null; listed objects wait for room, watch events never; a listing is held up for a bounded time", async () => {
