@@ -15,7 +15,8 @@
  */
 
 import { SilentLogger } from "../../actions/loggers.ts";
-import { usesCallbacks } from "../../intents/registries.ts";
+import { isDeletionRequested } from "../../intents/causes.ts";
+import { matchesBodyFilters, usesCallbacks } from "../../intents/registries.ts";
 import type { KubeObject } from "../../structs/objects.ts";
 import { Patch } from "../../structs/patches.ts";
 import { detectCause } from "./cycle/causation.ts";
@@ -89,9 +90,18 @@ const SILENT = new SilentLogger();
 export function listedQuietly(deps: ResourceScope): ((body: KubeObject) => boolean) | undefined {
   if (deps.watching.length || deps.spawning.length) return undefined;
   if (deps.changing.some((h) => h.reason === "resume" || usesCallbacks(h))) return undefined;
+  const storage = deps.settings.persistence.diffbaseStorage;
   return (body) => {
-    const memory: ObjectMemory = { memo: {}, handledOnce: false, wake: () => {} };
     try {
+      // A new object (no diff-base) that some handler's filters match has its creation handled,
+      // or at least its diff-base stored: never quiet — told without building its essence (a
+      // backlog's objects are all new).
+      if (
+        !isDeletionRequested(body) &&
+        deps.changing.some((h) => matchesBodyFilters(h, body, () => undefined)) &&
+        (storage.fetch({ body }) ?? null) === null
+      ) return false;
+      const memory: ObjectMemory = { memo: {}, handledOnce: false, wake: () => {} };
       const cycle = {
         ...openCycle(deps, memory, { type: null, body }, new Patch()),
         logger: SILENT,
