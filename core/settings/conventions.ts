@@ -22,7 +22,7 @@
  * @module
  */
 
-import { isMapping, type Mapping, remove, resolve } from "../structs/dicts.ts";
+import { isMapping, type Mapping, resolve } from "../structs/dicts.ts";
 import type { Patch } from "../structs/patches.ts";
 import { blake2b } from "./_blake2b.ts";
 
@@ -256,9 +256,18 @@ export function removeAnnotations(essence: Essence, keys: Iterable<string>): voi
  * @param essence The essence to clean.
  */
 export function removeEmptyStanzas(essence: Essence): void {
-  for (const field of ["metadata.annotations", "metadata.labels", "metadata", "status"]) {
-    const value = resolve(essence, field);
-    if (value !== undefined && isEmpty(value)) remove(essence, field);
+  // Direct property checks rather than `resolve`/`remove` by dotted paths: this runs twice for
+  // every essence built (every cycle, every listed object of a restart).
+  const metadata = essence["metadata"];
+  if (isMapping(metadata)) {
+    for (const key of ["annotations", "labels"]) {
+      const value = metadata[key];
+      if (value !== undefined && isEmpty(value)) delete metadata[key];
+    }
+  }
+  for (const key of ["metadata", "status"]) {
+    const value = essence[key];
+    if (value !== undefined && isEmpty(value)) delete essence[key];
   }
 }
 

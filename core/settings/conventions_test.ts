@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { Patch } from "../structs/patches.ts";
+import { remove, resolve } from "../structs/dicts.ts";
 import {
   AnnotationKeys,
   detectMarkedPrefixes,
@@ -119,6 +120,50 @@ Deno.test("removeAnnotations() and removeEmptyStanzas() clean essences in place"
   removeAnnotations(essence, ["b"]);
   removeEmptyStanzas(essence);
   assert.deepEqual(essence, { spec: {} });
+});
+
+Deno.test("removeEmptyStanzas() does what removing each empty stanza by its path did, on every shape", () => {
+  // The reference: each of the four stanzas, when present and empty (Python's falsiness),
+  // removed by its dotted path — which also drops a parent left empty.
+  const reference = (essence: Record<string, unknown>) => {
+    for (const field of ["metadata.annotations", "metadata.labels", "metadata", "status"]) {
+      const value = resolve(essence, field);
+      if (value !== undefined && isFalsy(value)) remove(essence, field);
+    }
+  };
+  const isFalsy = (v: unknown) =>
+    v !== null && typeof v === "object" ? Object.keys(v).length === 0 : !v;
+  const values = [undefined, null, {}, [], "", 0, false, "x", 1, [1], { k: "v" }];
+  let shapes = 0;
+  for (const annotations of values) {
+    for (const labels of values) {
+      for (const extra of [undefined, "kept"]) {
+        for (const status of values) {
+          const metadata: Record<string, unknown> = {};
+          if (annotations !== undefined) metadata.annotations = annotations;
+          if (labels !== undefined) metadata.labels = labels;
+          if (extra !== undefined) metadata.name = extra;
+          for (const meta of [metadata, "odd", 0]) {
+            const essence = () => {
+              const e: Record<string, unknown> = {
+                spec: { a: 1 },
+                metadata: structuredClone(meta),
+              };
+              if (status !== undefined) e.status = structuredClone(status);
+              return e;
+            };
+            const expected = essence();
+            reference(expected);
+            const actual = essence();
+            removeEmptyStanzas(actual);
+            assert.deepEqual(actual, expected, JSON.stringify(essence()));
+            shapes++;
+          }
+        }
+      }
+    }
+  }
+  assert.equal(shapes, 11 * 11 * 2 * 11 * 3);
 });
 
 Deno.test("AnnotationKeys.make() remembers formed keys without changing them (fast path)", () => {

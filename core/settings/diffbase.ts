@@ -202,6 +202,18 @@ export abstract class DiffBaseStorage {
   abstract fetch(args: DiffBaseFetchArgs): Essence | null;
 
   /**
+   * Whether an essence may be stored on the object, told cheaply (without parsing it): `false`
+   * only when {@link fetch} would certainly return `null`. The default asks `fetch`; storages
+   * override it with a look at where they store.
+   *
+   * @param args The object as last seen.
+   * @returns `false` when no essence is stored.
+   */
+  mayHold(args: DiffBaseFetchArgs): boolean {
+    return this.fetch(args) !== null;
+  }
+
+  /**
    * Write the essence into the patch.
    *
    * @param args The object as last seen, the patch, and the essence to store.
@@ -347,6 +359,18 @@ export class AnnotationsDiffBaseStorage extends DiffBaseStorage {
   }
 
   /**
+   * Whether any key version holds a string (or the overflow storage may hold an essence).
+   * @param args The object as last seen.
+   * @returns `false` when no essence is stored.
+   */
+  override mayHold({ body }: DiffBaseFetchArgs): boolean {
+    for (const fullKey of this.keys.make(this.key, body)) {
+      if (typeof resolve(body, ["metadata", "annotations", fullKey]) === "string") return true;
+    }
+    return this.overflow?.mayHold({ body }) ?? false;
+  }
+
+  /**
    * Write the essence under all key versions, plus the prefix marker for custom prefixes.
    *
    * @param args The object as last seen, the patch, and the essence to store.
@@ -434,6 +458,15 @@ export class StatusDiffBaseStorage extends DiffBaseStorage {
   }
 
   /**
+   * Whether the field holds a string.
+   * @param args The object as last seen.
+   * @returns `false` when no essence is stored.
+   */
+  override mayHold({ body }: DiffBaseFetchArgs): boolean {
+    return typeof resolve(body, this.field) === "string";
+  }
+
+  /**
    * Write the essence as a compact JSON string (no trailing newline).
    *
    * @param args The object as last seen, the patch, and the essence to store.
@@ -508,6 +541,15 @@ export class MultiDiffBaseStorage extends DiffBaseStorage {
       if (essence !== null) return essence;
     }
     return null;
+  }
+
+  /**
+   * Whether any of the storages may hold an essence.
+   * @param args The object as last seen.
+   * @returns `false` when no essence is stored.
+   */
+  override mayHold(args: DiffBaseFetchArgs): boolean {
+    return this.storages.some((storage) => storage.mayHold(args));
   }
 
   /**

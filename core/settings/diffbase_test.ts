@@ -118,6 +118,34 @@ Deno.test("fetch() reads what Kopf stored, in storage order for Multi", () => {
   );
 });
 
+Deno.test("mayHold() is false only where fetch() finds no essence, for every storage", () => {
+  const plainKey = "kopf.zalando.org/last-handled-configuration";
+  const field = ["status", "kopf", "last-handled-configuration"];
+  const bodies: Record<string, Record<string, unknown>> = {
+    "nothing": {},
+    "stored by Kopf": STORED_BODY,
+    "an annotation that is not a mapping": { metadata: { annotations: { [plainKey]: "[1]" } } },
+    "a status field that is not a string": {
+      status: { kopf: { "last-handled-configuration": 1 } },
+    },
+    "only in status (overflow)": { status: { kopf: { "last-handled-configuration": "{}" } } },
+  };
+  // A storage that keeps the default: it asks fetch().
+  class Custom extends StatusDiffBaseStorage {}
+  const storages = { dflt, statusDb, multi, custom: new Custom() };
+  for (const [name, storage] of Object.entries(storages)) {
+    for (const [state, body] of Object.entries(bodies)) {
+      const fetched = storage.fetch({ body });
+      const may = storage.mayHold({ body });
+      assert.ok(may || fetched === null, `${name}, ${state}: mayHold false but fetched`);
+    }
+    assert.equal(storage.mayHold({ body: {} }), false, `${name}: nothing stored`);
+    assert.equal(storage.mayHold({ body: STORED_BODY }), true, `${name}: stored by Kopf`);
+  }
+  assert.equal(resolve(bodies["only in status (overflow)"], field), "{}");
+  assert.equal(dflt.mayHold({ body: bodies["only in status (overflow)"]! }), true, "overflow");
+});
+
 Deno.test("an object stored by Python Kopf shows no diff to us, and ours shows none either", () => {
   const stored = {
     ...RICH_BODY,

@@ -99,7 +99,7 @@ export function listedQuietly(deps: ResourceScope): ((body: KubeObject) => boole
       if (
         !isDeletionRequested(body) &&
         deps.changing.some((h) => matchesBodyFilters(h, body, () => undefined)) &&
-        (storage.fetch({ body }) ?? null) === null
+        !storage.mayHold({ body })
       ) return false;
       const memory: ObjectMemory = { memo: {}, handledOnce: false, wake: () => {} };
       const cycle = {
