@@ -57,14 +57,17 @@ Deno.test(
     await op.ready;
     const url = (await op.waitForLog(/^Serving metrics at /)).message.split(" ").at(-1)!;
     await eventually(() => ran.includes("update r3"), 30_000, "the changed object updated");
+    // Scraped once the listing is counted and the update's write answered (the handler runs
+    // before its cycle's write is sent).
     const x = await eventually(
       async () => {
         const x = new Exposition(await (await fetch(url)).text());
         const listed = x.value("kopf_watch_events_total", { resource: RESOURCE, type: "LISTED" });
-        return listed === names.length ? x : undefined;
+        const written = x.value("rest_client_requests_total", { verb: "patch" });
+        return listed === names.length && written > 0 ? x : undefined;
       },
       15_000,
-      "the listing counted",
+      "the listing counted and the update written",
     );
     assert.deepEqual(ran, ["update r3"]);
     // Queued: the changed object, and at most the echo of its own write (a watch event).
