@@ -75,7 +75,7 @@ const SILENT = new SilentLogger();
  * A listed object the stream's queue does not know (no worker, no memory) whose cycle would do
  * nothing — no handler due, nothing to write — needs no worker at all: so it is on every
  * restart for each object handled before and unchanged since (in Kopf, a cycle each, a resume
- * that runs nothing). This tells it by running the cycle's own synchronous phases (3–8, up to the
+ * that runs nothing). This tells it by running the cycle's own synchronous phases (3–7, up to the
  * choice of handlers) on a scratch memory, silently; whatever they would write or run sends the
  * object to the queue as usual, where its cycle runs from the start. The object's memory is not
  * kept — as the queue forgets the memory of an idle object that holds nothing.
@@ -97,9 +97,8 @@ export function listedQuietly(deps: ResourceScope): ((body: KubeObject) => boole
       // or at least its diff-base stored: never quiet — told without building its essence (a
       // backlog's objects are all new).
       if (
-        !isDeletionRequested(body) &&
-        deps.changing.some((h) => matchesBodyFilters(h, body, () => undefined)) &&
-        !storage.mayHold({ body })
+        !storage.mayHold({ body }) && !isDeletionRequested(body) &&
+        deps.changing.some((h) => matchesBodyFilters(h, body, () => undefined))
       ) return false;
       const memory: ObjectMemory = { memo: {}, handledOnce: false, wake: () => {} };
       const cycle = {
