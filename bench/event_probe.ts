@@ -2,16 +2,18 @@
  * Diagnostic: the per-event path alone — the operator is started on an empty namespace first,
  * then objects are created (a burst through 16 connections, or a steady rate), so that the CPU
  * measured is the events' and not the start-up's. Prints, per contender and repetition, the
- * operator's CPU during the phase (until every object is handled, plus a settling of 2 s), and
+ * operator's CPU during the phase (until every object is handled, plus `--settle` seconds), and
  * the creation → handler-start latencies (p50, p99; the same clock). Contenders interleaved and
  * rotated, as in `backlog_probe.ts`; `--deno-flag=--cpu-prof` (with `--cpu-prof-dir=DIR`) for
  * profiles. Not part of the main benchmark.
  *
  *   deno run -A bench/event_probe.ts [--count 1000] [--rate 0] [--reps 3] [--crd plain|status]
- *     [--only kopf-ts,raw-floor] [--worst N] [--handlers FILE] [--kopf-flags "..."] [--mark]
- *     [--deno-flag=--cpu-prof ...]
+ *     [--only kopf-ts,kopf-ts-status,raw-floor] [--worst N] [--handlers FILE] [--kopf-flags "..."] [--mark]
+ *     [--settle 2] [--deno-flag=--cpu-prof ...]
  *
- * `--rate 0` is the burst; `--rate 100` creates 100 objects per second (`--count` in all).
+ * `kopf-ts-status` is kopf-ts with its state in status (`BENCH_PERSISTENCE=status`). `--settle S`:
+ * the seconds after the last object is handled that still count (default 2). `--rate 0` is the
+ * burst; `--rate 100` creates 100 objects per second (`--count` in all).
  * `--kopf-flags "..."` replaces the Deno and V8 flags kopf-ts runs with (those of a built
  * operator, `core/cli/generate/runtime_flags.ts`; `""`: none). `--mark` sends the operator SIGUSR2 as the phase begins and ends (for a `--handlers` file that
  * prints counters on it). `--worst N` prints the N longest latencies with when (ms into the phase) the create was sent.
@@ -38,6 +40,7 @@ const { values } = parseArgs({
     only: { type: "string", default: "kopf-ts,raw-floor" },
     "deno-flag": { type: "string", multiple: true },
     worst: { type: "string" },
+    settle: { type: "string", default: "2" },
     handlers: { type: "string", default: "bench/handlers/kopf_ts.ts" },
     mark: { type: "boolean" },
     "kopf-flags": { type: "string" },
@@ -66,7 +69,8 @@ for (let rep = 0; rep < reps; rep++) {
     const ns = await createTestNamespace(plane, `events-${contender}`);
     const observer = new Observer(api, ns);
     await observer.start();
-    const script = contender === "kopf-ts"
+    const kopf = contender === "kopf-ts" || contender === "kopf-ts-status";
+    const script = kopf
       ? [
         ...(values["kopf-flags"] === undefined
           ? [...RUNTIME_DENO_FLAGS, `--v8-flags=${RUNTIME_V8_FLAGS.join(",")}`]
@@ -82,6 +86,7 @@ for (let rep = 0; rep < reps; rep++) {
         KUBECONFIG: plane.kubeconfigPath,
         BENCH_PLURAL: crd.resource.plural,
         ...(crd.statusSubresource ? { BENCH_STATUS_SUBRESOURCE: "1" } : {}),
+        ...(contender === "kopf-ts-status" ? { BENCH_PERSISTENCE: "status" } : {}),
       },
       stdout: "null",
       stderr: "inherit",
@@ -114,7 +119,7 @@ for (let rep = 0; rep < reps; rep++) {
     }
     await observer.waitUntil(() => observer.countHandled(names) === names.length, 300_000);
     const handledS = (Date.now() - t0) / 1000;
-    await new Promise((r) => setTimeout(r, 2_000));
+    await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
     const cpuS = cpuSeconds(pids) - cpu0;
     if (values.mark) {
       child.kill("SIGUSR2");
