@@ -13,6 +13,7 @@
  */
 
 import { openSocket, type RawSocket } from "./_sockets.ts";
+import { concatBytes } from "../util/bytes.ts";
 
 /** An answer read whole. */
 export interface RawAnswer {
@@ -487,12 +488,5 @@ async function readChunked(connection: Connection): Promise<Uint8Array> {
     total += size;
     await readLength(connection, 2); // the CR LF after the data
   }
-  if (parts.length === 1) return parts[0]!;
-  const body = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    body.set(part, at);
-    at += part.length;
-  }
-  return body;
+  return concatBytes(parts, total);
 }

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { concatBytes } from "./bytes.ts";
+
 /** What an answer of the server's own says, and that the connection closes after it. */
 export class HttpError extends Error {
   /** The error's name: `HttpError`. */
@@ -431,7 +433,7 @@ export class Connection {
       chunks.push(piece);
       left -= piece.length;
     }
-    return concat(chunks, length);
+    return concatBytes(chunks, length);
   }
 
   async #chunked(): Promise<Uint8Array<ArrayBuffer>> {
@@ -465,7 +467,7 @@ export class Connection {
       left -= line.length + 2;
       if (line === "") break;
     }
-    return concat(chunks, total);
+    return concatBytes(chunks, total);
   }
 
   async #handle(head: Head, body: Uint8Array<ArrayBuffer>): Promise<Response> {
@@ -522,7 +524,7 @@ export class Connection {
     if (close) text += "connection: close\r\n";
     text += "\r\n";
     const headBytes = encodeLatin1(text);
-    const out = bodyless || head ? headBytes : concat([headBytes, body]);
+    const out = bodyless || head ? headBytes : concatBytes([headBytes, body]);
     await writeAll(this.io, out);
   }
 
@@ -559,20 +561,6 @@ function absolutePath(target: string): string {
     throw new HttpError(400, "Malformed request target");
   }
   return `${url.pathname}${url.search}`;
-}
-
-function concat(
-  chunks: Uint8Array<ArrayBuffer>[],
-  total = chunks.reduce((n, c) => n + c.length, 0),
-): Uint8Array<ArrayBuffer> {
-  if (chunks.length === 1 && chunks[0]!.length === total) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }
 
 function encodeLatin1(text: string): Uint8Array<ArrayBuffer> {

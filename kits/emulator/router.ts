@@ -28,6 +28,7 @@ import { parseFieldSelector, parseLabelSelector, type Selector } from "./selecto
 import { parseShardSelector, type ShardSelector } from "./sharding.ts";
 import { groupVersion, isObject, type KubeObject, type ResourceDef } from "./types.ts";
 import { openWatch } from "./watches.ts";
+import { concatBytes } from "../../core/util/bytes.ts";
 
 /** The content type of server-side apply. */
 const APPLY_PATCH_TYPE = "application/apply-patch+yaml";
@@ -156,13 +157,7 @@ async function bodyBytes(request: Request): Promise<Uint8Array> {
     }
     parts.push(value);
   }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
-  }
-  return bytes;
+  return concatBytes(parts, total);
 }
 
 async function bodyText(request: Request): Promise<string> {

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { concatBytes } from "../../util/bytes.ts";
+
 /** One entry of an archive. Paths are relative, without `./`; directories without the `/`. */
 export interface TarEntry {
   /** The path inside the archive, e.g. `usr/lib/x86_64-linux-gnu/libc.so.6`. */
@@ -110,14 +112,7 @@ export function writeTar(entries: readonly TarEntry[]): Uint8Array {
     parts.push(header(name.slice(0, 100), type, fields), data, padding(data.length));
   }
   parts.push(new Uint8Array(BLOCK * 2));
-  const total = parts.reduce((a, p) => a + p.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 /** An entry read by {@link readTar}; hard links come as `link` with the linked path. */
