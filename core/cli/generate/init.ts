@@ -6,19 +6,25 @@
  *
  * The framework comes from JSR (`jsr:@kopf/ts`) by default; `--kopf PATH` points the project at
  * a local checkout instead (its `deno.json` imports are copied, so that its files resolve).
+ * The files' texts are made in init_templates.ts; this module works out what goes into them.
  * @module
  */
 
 import { dirname, isAbsolute, relative, resolve } from "node:path";
-import { stringify } from "yaml";
-import { typedResource } from "../../intents/typed_resources.ts";
-import { OperatorRegistry } from "../../intents/registries.ts";
-import type { KubeObject } from "../../structs/objects.ts";
-import { on } from "../../api/on.ts";
 import { commandLine, type ToolingIo, UsageError } from "./_io.ts";
-import { rbacDocuments, renderYaml, requiredPermissions, resourcesOfCrds } from "./rbac.ts";
 import { generateTypes } from "./types.ts";
 import { RUNTIME_DENO_FLAGS, RUNTIME_V8_FLAGS } from "./runtime_flags.ts";
+import {
+  type BuildContext,
+  crdOf,
+  crdYaml,
+  deploymentYaml,
+  dockerfile,
+  handlersTs,
+  rbacYaml,
+  readme,
+  testTs,
+} from "./init_templates.ts";
 
 /** What a new project is made of. */
 export interface InitOptions {
@@ -173,10 +179,10 @@ export async function projectFiles(options: InitOptions): Promise<ProjectFiles> 
   files.set("deploy/deployment.yaml", deploymentYaml(name));
   files.set(
     "Dockerfile",
-    dockerfile(name, checkout ? buildContext(directory, checkout) : undefined),
+    dockerfile(name, PINNED_DENO_VERSION, checkout ? buildContext(directory, checkout) : undefined),
   );
   files.set(".gitignore", "/dist/\n/.kopf/\n");
-  files.set("README.md", readme(name, group, kind, plural, crdPath, kopf));
+  files.set("README.md", readme(name, group, kind, plural, crdPath, kopf, PINNED_DENO_VERSION));
   return files;
 }
 
@@ -322,16 +328,6 @@ function importPath(directory: string, target: string): string {
   return path.startsWith("..") || isAbsolute(path) ? path : `./${path}`;
 }
 
-/** Where a project that imports a local checkout is built from: their common directory. */
-interface BuildContext {
-  /** The context directory, relative to the project. */
-  readonly context: string;
-  /** The project's directory within the context. */
-  readonly project: string;
-  /** The checkout's directory within the context. */
-  readonly checkout: string;
-}
-
 function buildContext(directory: string, checkout: string): BuildContext | undefined {
   let common = directory;
   while (relative(common, checkout).startsWith("..")) common = dirname(common);
@@ -363,329 +359,4 @@ async function frameworkImports(kopf: string): Promise<Record<string, string>> {
       `Cannot read ${kopf}/deno.json: ${error instanceof Error ? error.message : error}`,
     );
   }
-}
-
-function crdOf(group: string, kind: string, singular: string, plural: string): KubeObject {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.${group}` },
-    spec: {
-      group,
-      scope: "Namespaced",
-      names: { kind, singular, plural, listKind: `${kind}List` },
-      versions: [{
-        name: "v1",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        additionalPrinterColumns: [
-          { name: "Size", type: "string", jsonPath: ".spec.size" },
-          { name: "Replicas", type: "integer", jsonPath: ".spec.replicas" },
-          { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-        ],
-        schema: {
-          openAPIV3Schema: {
-            type: "object",
-            properties: {
-              spec: {
-                type: "object",
-                description: `The desired state of the ${kind}.`,
-                required: ["size"],
-                properties: {
-                  size: {
-                    type: "string",
-                    enum: ["small", "medium", "large"],
-                    description: "How big it should be.",
-                  },
-                  replicas: {
-                    type: "integer",
-                    minimum: 1,
-                    default: 1,
-                    description: "How many there should be.",
-                  },
-                },
-              },
-              status: {
-                type: "object",
-                description: "Written by the operator.",
-                "x-kubernetes-preserve-unknown-fields": true,
-              },
-            },
-          },
-        },
-      }],
-    },
-  };
-}
-
-function crdYaml(crd: KubeObject): string {
-  return `# The custom resource of this operator. After a change, run \`deno task types\` (types.ts)
-# and \`deno task rbac\` (deploy/rbac.yaml).\n${stringify(crd)}`;
-}
-
-function handlersTs(kind: string, constant: string): string {
-  return `/**
- * The operator's handlers. \`deno task dev\` runs them against an in-memory cluster,
- * \`deno task run\` against the current kubeconfig's cluster.
- */
-import { on } from "@kopf/ts";
-import { ${constant} } from "./types.ts";
-
-on.create(${constant}, function create_${kind.toLowerCase()}({ spec, name, logger }) {
-  logger.info(\`${kind} \${name} created: \${spec.size}, \${spec.replicas ?? 1} replica(s).\`);
-  // Returned values are stored in the object's status under the handler's name.
-  return { replicas: spec.replicas ?? 1 };
-});
-
-on.update(${constant}, function update_${kind.toLowerCase()}({ diff, spec, logger }) {
-  logger.info(\`Changed: \${JSON.stringify(diff)}\`);
-  return { replicas: spec.replicas ?? 1 };
-});
-
-on.delete(${constant}, function delete_${kind.toLowerCase()}({ name, logger }) {
-  logger.info(\`${kind} \${name} deleted; cleaning up.\`);
-});
-`;
-}
-
-function testTs(group: string, kind: string, constant: string, crdPath: string): string {
-  const handled = `create_${kind.toLowerCase()}`;
-  return `/**
- * The operator tested without a cluster: the in-memory emulator serves the Kubernetes API,
- * \`KopfRunner\` runs the operator in this process. \`deno task test\`.
- */
-import assert from "node:assert/strict";
-import { isDeepStrictEqual } from "node:util";
-import { KubeClient, loadKubeconfig } from "@kopf/ts";
-import { Emulator } from "@kopf/ts/emulator";
-import { KopfRunner } from "@kopf/ts/testing";
-import { type ${kind}, ${constant} } from "./types.ts";
-
-Deno.test({
-  name: "the operator handles a ${kind}'s creation, change and deletion",
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    await using emulator = await Emulator.start();
-    await emulator.applyYaml(
-      await Deno.readTextFile(new URL("./${crdPath}", import.meta.url)),
-    );
-    using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
-    const handlers = new URL("./handlers.ts", import.meta.url).pathname;
-    await using runner = KopfRunner.start(["run", "-n", "default", "--standalone", handlers], {
-      kubeconfig: emulator.kubeconfigPath,
-    });
-    await runner.ready;
-
-    // The typed resource from types.ts types what the client writes and reads: no casts.
-    const body: ${kind} = {
-      apiVersion: "${group}/v1",
-      kind: "${kind}",
-      metadata: { name: "first" },
-      spec: { size: "small", replicas: 2 },
-    };
-    await client.api.create(${constant}, body, { namespace: "default" });
-    await runner.waitFor(/${kind} first created: small, 2 replica\\(s\\)\\./);
-    await eventually(async () => {
-      const live = await client.api.get(${constant}, "first", { namespace: "default" });
-      return isDeepStrictEqual(live.status?.${handled}, { replicas: 2 });
-    });
-
-    const changed = await client.api.patch(${constant}, "first", { spec: { replicas: 3 } }, {
-      namespace: "default",
-    });
-    assert.equal(changed.spec?.replicas, 3);
-    await runner.waitFor(/Changed: .*replicas/);
-    await client.api.delete(${constant}, "first", { namespace: "default" });
-    await runner.waitFor(/${kind} first deleted; cleaning up\\./);
-    await runner.stop();
-    assert.equal(runner.exitCode, 0);
-  },
-});
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("Timed out");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-`;
-}
-
-function rbacYaml(
-  crd: KubeObject,
-  group: string,
-  singular: string,
-  plural: string,
-  name: string,
-  args: readonly string[],
-): string {
-  // The registry of handlers.ts, built here the same way (the project's own modules import the
-  // framework by a specifier this process cannot resolve); \`deno task rbac\` writes the same.
-  const registry = new OperatorRegistry();
-  const resource = typedResource(group, "v1", plural);
-  on.create(resource, { registry, id: `create_${singular}` }, () => {});
-  on.update(resource, { registry, id: `update_${singular}` }, () => {});
-  on.delete(resource, { registry, id: `delete_${singular}` }, () => {});
-  const options = {
-    namespaces: [],
-    clusterwide: true,
-    name,
-    accountNamespace: name,
-    standalone: true,
-    leases: undefined,
-  };
-  const permissions = requiredPermissions(registry, resourcesOfCrds([crd]), options);
-  return renderYaml(rbacDocuments(permissions, options), [
-    `Generated by \`kopf generate rbac ${args.join(" ")}\`.`,
-    "Exactly what the operator uses; generate again when its handlers or options change.",
-  ]);
-}
-
-function deploymentYaml(name: string): string {
-  return `# The operator as a Deployment in the namespace ${name} (with deploy/rbac.yaml):
-#   kubectl create namespace ${name}
-#   kubectl apply -n ${name} -f crds/ -f deploy/
-${
-    stringify({
-      apiVersion: "apps/v1",
-      kind: "Deployment",
-      metadata: { name, labels: { "app.kubernetes.io/name": name } },
-      spec: {
-        replicas: 1,
-        strategy: { type: "Recreate" },
-        selector: { matchLabels: { "app.kubernetes.io/name": name } },
-        template: {
-          metadata: { labels: { "app.kubernetes.io/name": name } },
-          spec: {
-            serviceAccountName: name,
-            containers: [{
-              name: "operator",
-              image: `${name}:latest`,
-              args: ["--all-namespaces", "--standalone", "--liveness=http://0.0.0.0:8080/healthz"],
-              livenessProbe: { httpGet: { path: "/healthz", port: 8080 } },
-              resources: {
-                requests: { cpu: "50m", memory: "64Mi" },
-                limits: { memory: "256Mi" },
-              },
-            }],
-          },
-        },
-      },
-    })
-  }`;
-}
-
-function dockerfile(name: string, local?: BuildContext): string {
-  const build = local
-    ? `# The framework comes from the checkout ${local.checkout} beside this project, so the image is
-# built from their common directory, ${local.context} (only the two directories are sent):
-#   docker build -f Dockerfile -t ${name}:latest ${local.context}
-`
-    : `#   docker build -t ${name}:latest .
-`;
-  const copy = local
-    ? `WORKDIR /src/${local.project}
-COPY ${local.checkout} /src/${local.checkout}
-COPY ${local.project} /src/${local.project}`
-    : `WORKDIR /src
-COPY . .`;
-  return `# One binary with the framework and the handlers (\`kopf build\`), in a distroless image.
-${build}# Commit deno.lock (the first \`deno task test\` writes it): \`deno install --frozen\` below fails
-# the build when the lock is missing an entry or differs, instead of resolving packages anew.
-# The base images are pinned by tag; pin them by digest too once you have resolved the digests
-# (\`docker buildx imagetools inspect IMAGE\`): --build-arg DENO_DIGEST=@sha256:… and
-# --build-arg RUNTIME_DIGEST=@sha256:… (empty: the tag only, which its owner can move).
-ARG DENO_VERSION=${PINNED_DENO_VERSION}
-ARG DENO_DIGEST=""
-ARG RUNTIME_DIGEST=""
-
-FROM denoland/deno:\${DENO_VERSION}\${DENO_DIGEST} AS build
-${copy}
-RUN deno install --frozen && deno task build
-
-FROM gcr.io/distroless/cc-debian12:nonroot\${RUNTIME_DIGEST}
-COPY --from=build /src/${local ? `${local.project}/` : ""}dist/operator /usr/local/bin/operator
-USER 65532:65532
-ENTRYPOINT ["/usr/local/bin/operator"]
-CMD ["--all-namespaces", "--standalone"]
-`;
-}
-
-function readme(
-  name: string,
-  group: string,
-  kind: string,
-  plural: string,
-  crdPath: string,
-  kopf: string | undefined,
-): string {
-  const deno = kopf
-    ? `Deno: \`deno\` below is Deno ${PINNED_DENO_VERSION}; without it on PATH, use ` +
-      `\`${kopf}/tools/deno.sh\` in its place (the framework's checkout: it installs and runs the ` +
-      `pinned Deno).`
-    : `Deno: \`deno\` below is Deno ${PINNED_DENO_VERSION} ` +
-      "(https://docs.deno.com/runtime/getting_started/installation/). The framework comes from JSR " +
-      "(`jsr:@kopf/ts`).";
-  return `# ${name}
-
-A Kubernetes operator for \`${kind}\` objects, made with Kopf for Deno.
-
-${wrap(deno)}
-
-${
-    table([
-      ["Task", "What it does"],
-      ["`deno task test`", "the handlers' test, on an in-memory Kubernetes API"],
-      [
-        "`deno task dev`",
-        "type-checks `handlers.ts`, then the operator on an in-memory Kubernetes API with `crds/` " +
-        "applied",
-      ],
-      ["`deno task run`", "the operator against the current kubeconfig's cluster"],
-      ["`deno task types`", `\`types.ts\` from \`${crdPath}\` (after changing the CRD)`],
-      ["`deno task rbac`", "`deploy/rbac.yaml`: exactly the permissions the handlers need"],
-      ["`deno task build`", "`dist/operator`: one binary (`deno compile`)"],
-      ["`deno task kopf …`", "this project's `kopf` command, e.g. `deno task kopf run --help`"],
-    ])
-  }
-
-${
-    wrap(
-      `Deploy: \`kubectl apply -f ${crdPath}\`, build the image (see the Dockerfile), then ` +
-        `\`kubectl create namespace ${name} && kubectl apply -n ${name} -f deploy/\`.`,
-    )
-  }
-
-Try it: \`deno task dev\` prints a \`KUBECONFIG\` for a second terminal, where
-
-\`\`\`sh
-kubectl create -f - <<'EOF'
-{"apiVersion": "${group}/v1", "kind": "${kind}", "metadata": {"name": "first"}, "spec": {"size": "small"}}
-EOF
-kubectl get ${plural}
-\`\`\`
-`;
-}
-
-/** A paragraph filled to 100 columns, as `deno fmt` fills Markdown prose (code spans whole). */
-function wrap(text: string, width = 100): string {
-  const lines: string[] = [];
-  for (const word of text.match(/(?:[^\s`]|`[^`]*`)+/g) ?? []) {
-    const last = lines.length - 1;
-    if (last >= 0 && lines[last]!.length + 1 + word.length <= width) lines[last] += ` ${word}`;
-    else lines.push(word);
-  }
-  return lines.join("\n");
-}
-
-/** A Markdown table with its columns aligned, as `deno fmt` writes it. */
-function table(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]) =>
-    `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
-  return [line(rows[0]!), line(widths.map((w) => "-".repeat(w))), ...rows.slice(1).map(line)]
-    .join("\n");
 }
