@@ -4,7 +4,7 @@
  * Owns TLS (`Deno.createHttpClient`), authentication headers (after a 401, refreshed or other
  * credentials are tried), request and connect timeouts, retries with exponential backoff and
  * jitter (network errors, 429 honouring `Retry-After`, 5xx; never other 4xx), an optional
- * client-side rate limit, and request counting.
+ * client-side rate limit (`throttle.ts`), and request counting.
  * It knows paths, not resources: `api.ts` builds the paths.
  * @module
  */
@@ -15,6 +15,7 @@ import { classify, RequestCounters } from "./counters.ts";
 import { type ByteStream, rawRequest, responseBytes } from "./raw_stream.ts";
 import { type Deadline, Deadlines } from "./deadlines.ts";
 import { type RawAnswer, RawHttpPool } from "./raw_http.ts";
+import { RequestThrottle } from "./throttle.ts";
 import { mayTrace } from "../util/tracing_presence.ts";
 import {
   ApiError,
@@ -121,8 +122,7 @@ export class HttpClient implements Disposable {
   #deadlines = new Deadlines();
   #raw: RawHttpPool | null | undefined;
   #serverPrefix: string | undefined;
-  #tokens: number;
-  #refilledAt = performance.now();
+  readonly #throttle: RequestThrottle;
 
   /**
    * Creates the funnel; its connections (and, for `https:` servers, the TLS clients with the
@@ -136,7 +136,7 @@ export class HttpClient implements Disposable {
     this.#options = options;
     this.counters = options.counters ?? new RequestCounters();
     this.#fetch = options.fetch ?? fetch;
-    this.#tokens = options.burst ?? Math.max(1, options.qps ?? 1);
+    this.#throttle = new RequestThrottle(options.qps ?? 0, options.burst);
   }
 
   #clientOptions(
@@ -279,7 +279,7 @@ export class HttpClient implements Disposable {
 
   /** One attempt of {@link openStream} over a socket of its own. */
   async #onceRaw(request: HttpRequest, auth: Record<string, string>): Promise<ByteStream> {
-    await this.#throttle(request.signal);
+    await this.#throttle.wait(request.signal);
     const method = (request.method ?? "GET").toUpperCase();
     const url = new URL(this.connection.server + request.path);
     for (const [key, value] of Object.entries(request.query ?? {})) {
@@ -406,7 +406,7 @@ export class HttpClient implements Disposable {
     auth: Record<string, string>,
     deadline: Deadline,
   ): Promise<string> {
-    await this.#throttle(request.signal);
+    await this.#throttle.wait(request.signal);
     const { method, url, pathname, search, info, verb, resource, headers } = this.#prepare(
       request,
       auth,
@@ -473,7 +473,7 @@ export class HttpClient implements Disposable {
     auth: Record<string, string>,
     deadline?: Deadline,
   ): Promise<Response> {
-    await this.#throttle(request.signal);
+    await this.#throttle.wait(request.signal);
     const { method, url, info, verb, resource, headers } = this.#prepare(request, auth);
     const timeoutMs = this.#timeoutMs(request);
     const timeout = deadline
@@ -554,23 +554,6 @@ export class HttpClient implements Disposable {
   #connectTimeoutMs(request: HttpRequest): number {
     return request.connectTimeoutMs ?? this.#options.connectTimeoutMs ??
       (request.stream ? this.#options.timeoutMs ?? 0 : 0);
-  }
-
-  /** Token bucket: waits until a request may go out under the configured rate. */
-  async #throttle(signal: AbortSignal | undefined): Promise<void> {
-    const qps = this.#options.qps ?? 0;
-    if (qps <= 0) return;
-    const burst = this.#options.burst ?? Math.max(1, qps);
-    for (;;) {
-      const now = performance.now();
-      this.#tokens = Math.min(burst, this.#tokens + ((now - this.#refilledAt) / 1000) * qps);
-      this.#refilledAt = now;
-      if (this.#tokens >= 1) {
-        this.#tokens -= 1;
-        return;
-      }
-      await sleep(((1 - this.#tokens) / qps) * 1000, signal);
-    }
   }
 
   /**
