@@ -92,6 +92,21 @@ if (connections > 0) {
   });
 }
 
+// `BENCH_CHUNK_SIZE=N`: `settings.watching.chunkSize` (0: the initial list in one request).
+const chunkSize = Deno.env.get("BENCH_CHUNK_SIZE");
+if (chunkSize !== undefined) {
+  on.startup(function chunk_size({ settings }) {
+    settings.watching.chunkSize = Number(chunkSize) || null;
+  });
+}
+
+// `BENCH_INITIAL_STREAMING=1`: `settings.watching.initialStreaming` (a streaming list).
+if (Deno.env.get("BENCH_INITIAL_STREAMING") === "1") {
+  on.startup(function initial_streaming({ settings }) {
+    settings.watching.initialStreaming = true;
+  });
+}
+
 if (Deno.env.get("BENCH_NO_EVENTS") === "1") {
   on.startup(function no_events({ settings }) {
     settings.posting.enabled = false;
