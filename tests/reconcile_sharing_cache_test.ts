@@ -28,6 +28,9 @@ import {
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
+/** Where the default storage keeps an object's diff-base (its handled state). */
+const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
+
 function example(name: string, spec: Record<string, unknown> = {}): KubeObject {
   return { apiVersion: "kopf.dev/v1", kind: "KopfExample", metadata: { name }, spec };
 }
@@ -241,6 +244,16 @@ Deno.test(
       await highOp.ready;
       await client.api.create(KOPFEXAMPLES, example("b"), { namespace });
       await eventually(() => high.created.includes("b"), 30_000, "high creates b");
+      // high's handling of b is stored (its diff-base) before it goes: stopped mid-cycle, b
+      // would be rightly created again by low.
+      await eventually(
+        async () => {
+          const stored = await client.api.get(KOPFEXAMPLES, "b", { namespace });
+          return stored.metadata?.annotations?.[DIFFBASE] !== undefined;
+        },
+        30_000,
+        "b's diff-base stored",
+      );
     } finally {
       await highOp.stop();
     }
