@@ -15,6 +15,7 @@ import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
+import { LAST_HANDLED } from "./_examples.ts";
 import { type InProcessOperator, startOperator } from "./_operator.ts";
 import {
   applyCrds,
@@ -27,9 +28,6 @@ import {
 } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-/** Where the default storage keeps an object's diff-base (its handled state). */
-const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 
 function example(name: string, spec: Record<string, unknown> = {}): KubeObject {
   return { apiVersion: "kopf.dev/v1", kind: "KopfExample", metadata: { name }, spec };
@@ -249,7 +247,7 @@ Deno.test(
       await eventually(
         async () => {
           const stored = await client.api.get(KOPFEXAMPLES, "b", { namespace });
-          return stored.metadata?.annotations?.[DIFFBASE] !== undefined;
+          return stored.metadata?.annotations?.[LAST_HANDLED] !== undefined;
         },
         30_000,
         "b's diff-base stored",
