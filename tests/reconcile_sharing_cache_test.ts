@@ -235,6 +235,7 @@ Deno.test(
     await lowOp.ready;
     await client.api.create(KOPFEXAMPLES, example("a"), { namespace });
     await eventually(() => low.created.includes("a"), 30_000, "low creates a");
+    const listedBefore = requests(lowOp, "kopfexamples").lists;
     const high = fresh();
     const highOp = await peered(high, "high", 20);
     try {
@@ -261,5 +262,7 @@ Deno.test(
     await sleep(500);
     assert.deepEqual(low.created.sort(), ["a", "c"], "a not again, b handled by high already");
     assert.ok(low.indexed().includes("b"), "the index followed the resume's listing");
+    // The resume's listing is fresh (listed once more, as Kopf relists), not the store alone.
+    assert.ok(requests(lowOp, "kopfexamples").lists > listedBefore, "listed at the resume");
   },
 );

@@ -9,12 +9,17 @@
  *   that code written for a watch stream (the cause handlers' reactor, indices) reads the shared
  *   one instead of opening its own. A tap that joins late gets a listing of the store first, so
  *   every tap sees a complete, consistent stream: a listing, then changes, relists included.
+ *   A tap may ask for a fresh one ({@link TapOptions.fresh}): the informer lists its scope from
+ *   the API server once more and merges what is newer into the store before the tap's listing,
+ *   so that the listing is as fresh as a list of its own (a store alone may lag the API server
+ *   by the events in flight).
  *
  * Objects are stored after a transform (see {@link dropManagedFields}) and frozen; taps get
  * copies they may change.
  * @module
  */
 
+import { nestedDeeperThan } from "../structs/dicts.ts";
 import type { KubeObject } from "../structs/objects.ts";
 import type { KubeApi, ResourceRef } from "./api.ts";
 import { watcher, type WatcherEvent, type WatcherOptions } from "./watching.ts";
@@ -79,6 +84,24 @@ export interface TapOptions {
   readonly accept?: ((object: KubeObject) => boolean) | undefined;
   /** Ends the stream. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * When joining a running informer: a listing as fresh as a list from the API server. The
+   * informer lists its scope once more (one paged list, shared by the taps joining meanwhile)
+   * and merges what is newer into its store, and what is gone out of it, before the tap gets
+   * the store as its listing; the other taps and the subscribers hear of those changes as of
+   * watch events (whose late echoes are then skipped). Kopf lists at every start and resume of
+   * a watch; this keeps that guarantee for a resume read from a shared cache. If the list
+   * fails, the tap gets the store as it is (the error goes to the informer's `onError`).
+   * Without it (the default), the store as it is, with no request.
+   */
+  readonly fresh?: boolean | undefined;
+}
+
+/** Where an informer lists and watches (kept by {@link Informer.run} for fresh listings). */
+interface Source {
+  readonly api: KubeApi;
+  readonly options: WatcherOptions;
+  readonly onError: ((error: Error) => void) | undefined;
 }
 
 /** One consumer of the watch stream. */
@@ -111,6 +134,17 @@ export class Informer {
   #listing: Set<string> | undefined;
   /** The resourceVersion of the last listing or bookmark (for the listings given to taps). */
   #version = "";
+  /** The API and options of {@link Informer.run}, once it runs. */
+  #source: Source | undefined;
+  /** Whether a fresh listing for late taps is being read. */
+  #resyncing = false;
+  /** Deletions the watch delivered while a fresh listing was read: key → their version. */
+  #deletedMeanwhile: Map<string, bigint> | undefined;
+  /**
+   * Objects a fresh listing found gone before the watch said so: key → the listing's version.
+   * The watch's late events of them (up to that version) are skipped.
+   */
+  readonly #tombstones = new Map<string, bigint>();
 
   /**
    * Creates an informer; {@link Informer.run} starts its watch.
@@ -206,7 +240,10 @@ export class Informer {
     };
     // Before the first listing, the tap gets it live; during one, it waits for its end.
     if (this.#listing) tap.joining = true;
-    else if (this.#isReady) this.#replay(tap);
+    else if (this.#isReady && options.fresh && this.#source) {
+      tap.joining = true;
+      this.#resync(this.#source);
+    } else if (this.#isReady) this.#replay(tap);
     const onAbort = () => {
       tap.closed = true;
       tap.wake?.();
@@ -259,6 +296,7 @@ export class Informer {
     options: WatcherOptions,
     onError?: (error: Error) => void,
   ): Promise<void> {
+    this.#source = { api, options, onError };
     const stream = watcher(api, this.resource, {
       ...options,
       namespace: this.scope.namespace,
@@ -279,6 +317,7 @@ export class Informer {
     switch (event.type) {
       case "init":
         this.#listing = new Set();
+        this.#tombstones.clear(); // the relist says what is gone
         this.#forward(event);
         break;
       case "initApply": {
@@ -313,11 +352,19 @@ export class Informer {
         break;
       }
       case "apply": {
+        if (this.#buried(event.object)) break;
         const stored = this.#apply(event.object);
         if (stored) this.#forward({ type: "apply", object: stored, raw: event.raw }, stored);
         break;
       }
       case "delete": {
+        const key = keyOf(event.object);
+        if (this.#buried(event.object)) {
+          this.#tombstones.delete(key); // the watch caught up with the fresh listing
+          break;
+        }
+        const version = numericVersion(event.object);
+        if (version !== undefined) this.#deletedMeanwhile?.set(key, version);
         const gone = this.#delete(event.object);
         if (gone) this.#forward({ type: "delete", object: gone }, gone);
         break;
@@ -380,6 +427,97 @@ export class Informer {
     }
   }
 
+  /** Reads a fresh listing for the joining taps (one at a time), then gives them the store. */
+  #resync(source: Source): void {
+    if (this.#resyncing) return;
+    this.#resyncing = true;
+    const deleted = this.#deletedMeanwhile = new Map();
+    (async () => {
+      try {
+        const { api, options } = source;
+        const listed = new Map<string, KubeObject | undefined>();
+        let version = "";
+        const pages = api.listPages(this.resource, {
+          ...this.scope,
+          limit: options.pageSize,
+          signal: options.signal,
+        });
+        for await (const page of pages) {
+          for (const object of page.items) {
+            // Too deep to take: present all the same (the watch refused it too).
+            const deep = options.maxDepth !== undefined &&
+              nestedDeeperThan(object, options.maxDepth);
+            listed.set(keyOf(object), deep ? undefined : object);
+          }
+          version = page.metadata?.resourceVersion ?? version;
+        }
+        if (!this.#listing) this.#merge(listed, version, deleted);
+      } catch (error) {
+        if (!source.options.signal?.aborted) {
+          source.onError?.(error instanceof Error ? error : new Error(String(error)));
+        }
+      } finally {
+        this.#resyncing = false;
+        this.#deletedMeanwhile = undefined;
+        // During a relist, the joining taps get its listing at its end.
+        if (!this.#listing) {
+          for (const tap of this.#taps) {
+            if (!tap.joining) continue;
+            tap.joining = false;
+            this.#replay(tap);
+          }
+        }
+      }
+    })();
+  }
+
+  /**
+   * Merges a fresh listing into the store: listed objects newer than the stored ones (and not
+   * deleted by the watch meanwhile) are stored; stored objects the listing had to have but did
+   * not are deleted. With versions that are not numbers, nothing can be ordered: no change.
+   */
+  #merge(
+    listed: ReadonlyMap<string, KubeObject | undefined>,
+    listVersion: string,
+    deletedMeanwhile: ReadonlyMap<string, bigint>,
+  ): void {
+    if (!/^\d+$/.test(listVersion)) return;
+    const at = BigInt(listVersion);
+    for (const [key, object] of listed) {
+      const version = object && numericVersion(object);
+      if (version === undefined) continue;
+      const deletedAt = deletedMeanwhile.get(key);
+      if (deletedAt !== undefined && deletedAt >= version) continue;
+      const old = this.#objects.get(key);
+      if (old && !((numericVersion(old) ?? version) < version)) continue;
+      const stored = this.#apply(object!);
+      if (!stored) continue;
+      const raw = old && old.metadata?.uid === object!.metadata?.uid ? "MODIFIED" : "ADDED";
+      this.#forward({ type: "apply", object: stored, raw }, stored);
+    }
+    for (const [key, object] of this.#objects) {
+      if (listed.has(key)) continue;
+      const version = numericVersion(object);
+      if (version === undefined || version > at) continue; // stored after the listing
+      this.#objects.delete(key);
+      this.#tombstones.set(key, at);
+      this.#emit({ type: "delete", object, old: object });
+      this.#forward({ type: "delete", object }, object);
+    }
+  }
+
+  /** Whether a watch event is older than a fresh listing that found its object gone. */
+  #buried(object: KubeObject): boolean {
+    if (this.#tombstones.size === 0) return false;
+    const key = keyOf(object);
+    const at = this.#tombstones.get(key);
+    if (at === undefined) return false;
+    const version = numericVersion(object);
+    if (version !== undefined && version <= at) return true;
+    this.#tombstones.delete(key); // a later object of that name
+    return false;
+  }
+
   /** Gives a tap the whole store as one listing. */
   #replay(tap: Tap): void {
     tap.buffer.push({ type: "init" });
@@ -409,6 +547,12 @@ export function isNewer(a: KubeObject, b: KubeObject): boolean {
   const vb = b.metadata?.resourceVersion ?? "";
   if (/^\d+$/.test(va) && /^\d+$/.test(vb)) return BigInt(va) > BigInt(vb);
   return va !== vb;
+}
+
+/** An object's resourceVersion as a number, when it is one. */
+function numericVersion(object: KubeObject): bigint | undefined {
+  const version = object.metadata?.resourceVersion ?? "";
+  return /^\d+$/.test(version) ? BigInt(version) : undefined;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -1,11 +1,13 @@
 /**
  * Taps of a shared informer (`Informer.events`) on the in-memory emulator: a late tap gets the
- * store as a listing, filters apply, the copies are the tap's own, several taps share one
- * list+watch, and a relist after 410 reaches the taps so that `objectEvents()` folds it exactly
- * as for a watch of their own.
+ * store as a listing (or a fresh one, listed once more and merged into a lagging store), filters
+ * apply, the copies are the tap's own, several taps share one list+watch, and a relist after 410
+ * reaches the taps so that `objectEvents()` folds it exactly as for a watch of their own.
  */
 
 import assert from "node:assert/strict";
+import type { Resource } from "../structs/resources.ts";
+import type { ListOptions } from "./api.ts";
 import { InformerCache } from "./caching.ts";
 import { cm, CONFIGMAPS, until, withEmulator } from "./_test_support.ts";
 import { type ObjectEvent, objectEvents, type WatcherEvent } from "./watching.ts";
@@ -155,6 +157,130 @@ Deno.test(
       stop.abort();
       await tap.done;
       assert.deepEqual(seen(tap.items).slice(2), ["ADDED:mine", "MODIFIED:mine", "ADDED:later"]);
+    });
+  },
+);
+
+Deno.test(
+  "Informer taps: a fresh late tap lists once more; what the lagging store missed reaches the store, the other taps and the subscribers once, and the watch's late echoes are skipped",
+  opts,
+  async () => {
+    await withEmulator(async (client, emulator) => {
+      await client.api.create(CONFIGMAPS, cm("a", { k: "1" }), NS);
+      await client.api.create(CONFIGMAPS, cm("b"), NS);
+      await using cache = new InformerCache(client.api);
+      const informer = cache.informer(CONFIGMAPS, NS);
+      await informer.ready;
+      const stop = new AbortController();
+      const early = collect(informer.events({ signal: stop.signal }));
+      const changes: string[] = [];
+      informer.subscribe((e) => {
+        const name = e.object.metadata?.name;
+        if (name !== "kube-root-ca.crt") changes.push(`${e.type}:${name}`);
+      });
+      // The store lags: the watch holds its events while "a" changes, "b" goes, "c" comes.
+      const stalled = emulator.faults.stallWatches();
+      await client.api.patch(CONFIGMAPS, "a", { data: { k: "2" } }, NS);
+      await client.api.delete(CONFIGMAPS, "b", NS);
+      await client.api.create(CONFIGMAPS, cm("c"), NS);
+      const lists = () => client.counters.count({ verb: "list", resource: "configmaps" });
+      const before = lists();
+      const stale = collect(informer.events({ signal: stop.signal })); // the store as it is
+      const fresh = collect(informer.events({ signal: stop.signal, fresh: true }));
+      const listing = (names: string[]) => [
+        "init",
+        ...names.map((n) => `initApply:${n}`),
+        "initDone",
+      ];
+      await until(() => seen(fresh.items).length === 4, "the fresh listing");
+      assert.deepEqual(seen(fresh.items), listing(["a", "c"]));
+      const a = fresh.items.find((e) => "object" in e && e.object.metadata?.name === "a");
+      assert.deepEqual(a && "object" in a ? a.object.data : undefined, { k: "2" });
+      assert.equal(lists() - before, 1, "one list request");
+      const merged = ["MODIFIED:a", "ADDED:c", "delete:b"];
+      assert.deepEqual(seen(stale.items), [...listing(["a", "b"]), ...merged]);
+      // The held events come now; a later change tells when they have been read.
+      stalled.clear();
+      await client.api.create(CONFIGMAPS, cm("later"), NS);
+      await until(
+        () => [early, stale, fresh].every((t) => seen(t.items).includes("ADDED:later")),
+        "a later change",
+      );
+      stop.abort();
+      await Promise.all([early.done, stale.done, fresh.done]);
+      assert.deepEqual(seen(early.items), [...listing(["a", "b"]), ...merged, "ADDED:later"]);
+      assert.deepEqual(seen(stale.items), [...listing(["a", "b"]), ...merged, "ADDED:later"]);
+      assert.deepEqual(seen(fresh.items), [...listing(["a", "c"]), "ADDED:later"]);
+      assert.deepEqual(changes, ["apply:a", "apply:c", "delete:b", "apply:later"]);
+      assert.equal(cache.get(CONFIGMAPS, "b", NS), undefined);
+    });
+  },
+);
+
+Deno.test(
+  "Informer taps: an object the watch deletes while a fresh listing is read is not brought back by that listing",
+  opts,
+  async () => {
+    await withEmulator(async (client) => {
+      await client.api.create(CONFIGMAPS, cm("a"), NS);
+      await client.api.create(CONFIGMAPS, cm("b"), NS);
+      // The API as the informer sees it: a list's pages wait (once read) while `holding`.
+      const hold = Promise.withResolvers<void>();
+      let holding = false;
+      let listed = false;
+      const api = Object.create(client.api) as typeof client.api;
+      const listPages = client.api.listPages.bind(client.api);
+      api.listPages = (async function* (resource: Resource, options?: ListOptions) {
+        for await (const page of listPages(resource, options)) {
+          listed = true;
+          if (holding) await hold.promise;
+          yield page;
+        }
+      }) as typeof api.listPages;
+      await using cache = new InformerCache(api);
+      const informer = cache.informer(CONFIGMAPS, NS);
+      await informer.ready;
+      const stop = new AbortController();
+      const early = collect(informer.events({ signal: stop.signal }));
+      holding = true;
+      listed = false;
+      const fresh = collect(informer.events({ signal: stop.signal, fresh: true }));
+      await until(() => listed, "the fresh listing read (with b in it)");
+      await client.api.delete(CONFIGMAPS, "b", NS);
+      await until(() => seen(early.items).includes("delete:b"), "the watch's deletion");
+      hold.resolve();
+      await until(() => seen(fresh.items).at(-1) === "initDone", "the fresh listing");
+      await client.api.create(CONFIGMAPS, cm("later"), NS);
+      await until(() => seen(fresh.items).includes("ADDED:later"), "a later change");
+      stop.abort();
+      await Promise.all([early.done, fresh.done]);
+      assert.deepEqual(seen(fresh.items), ["init", "initApply:a", "initDone", "ADDED:later"]);
+      assert.deepEqual(seen(early.items).slice(4), ["delete:b", "ADDED:later"]);
+      assert.equal(cache.get(CONFIGMAPS, "b", NS), undefined);
+    });
+  },
+);
+
+Deno.test(
+  "Informer taps: when the fresh listing's request fails, the tap gets the store as it is and the error is reported",
+  opts,
+  async () => {
+    await withEmulator(async (client, emulator) => {
+      await client.api.create(CONFIGMAPS, cm("a"), NS);
+      const errors: string[] = [];
+      await using cache = new InformerCache(client.api, {
+        onError: (error) => errors.push(error.message),
+      });
+      const informer = cache.informer(CONFIGMAPS, NS);
+      await informer.ready;
+      emulator.faults.fail(403, { match: { verb: "list" }, message: "forbidden here" });
+      const stop = new AbortController();
+      const fresh = collect(informer.events({ signal: stop.signal, fresh: true }));
+      await until(() => seen(fresh.items).at(-1) === "initDone", "the store's listing");
+      stop.abort();
+      await fresh.done;
+      assert.deepEqual(seen(fresh.items), ["init", "initApply:a", "initDone"]);
+      assert.ok(errors.some((m) => m.includes("forbidden here")), errors.join("; "));
     });
   },
 );

@@ -243,31 +243,33 @@ export class OperatorPause {
 /**
  * Runs a stream only while the operator is not paused: a pause aborts the current stream (its
  * connection closes) and calls `onPause`; a resume calls `onResume` and opens a new stream.
- * Without a `pause`, it is simply `open(signal)`.
+ * Without a `pause`, it is simply `open(signal, false)`.
  * @param pause The switch, if peering is used.
  * @param signal Ends everything.
- * @param open Opens a stream that ends when its signal aborts.
+ * @param open Opens a stream that ends when its signal aborts; `resumed` tells that it opens
+ *   after a pause (peers may have acted meanwhile).
  * @param hooks Called on each pause and resume.
  * @returns The concatenation of the streams of all running periods.
  */
 export async function* pausable<T>(
   pause: OperatorPause | undefined,
   signal: AbortSignal,
-  open: (signal: AbortSignal) => AsyncIterable<T>,
+  open: (signal: AbortSignal, resumed: boolean) => AsyncIterable<T>,
   hooks: { onPause?: () => void; onResume?: () => void } = {},
 ): AsyncGenerator<T> {
   if (!pause) {
-    yield* open(signal);
+    yield* open(signal, false);
     return;
   }
   while (!signal.aborted) {
-    if (pause.paused) {
+    const resumed = pause.paused;
+    if (resumed) {
       hooks.onPause?.();
       await pause.resumed(signal);
       if (signal.aborted) return;
       hooks.onResume?.();
     }
-    yield* open(AbortSignal.any([signal, pause.running()]));
+    yield* open(AbortSignal.any([signal, pause.running()]), resumed);
   }
 }
 

@@ -80,12 +80,14 @@ Deno.test("OperatorPause is paused while any reason is set", async () => {
   assert.ok(!pause.paused && !pause.running().aborted);
 });
 
-Deno.test("pausable() closes the stream on a pause and reopens it on the resume", async () => {
+Deno.test("pausable() closes the stream on a pause and reopens it on the resume, telling it so", async () => {
   const pause = new OperatorPause();
   const stop = new AbortController();
   const opened: number[] = [];
+  const resumes: boolean[] = [];
   const hooks: string[] = [];
-  async function* open(signal: AbortSignal) {
+  async function* open(signal: AbortSignal, resumed: boolean) {
+    resumes.push(resumed);
     const n = opened.push(opened.length + 1);
     yield n;
     await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
@@ -105,6 +107,7 @@ Deno.test("pausable() closes the stream on a pause and reopens it on the resume"
   const end = stream.next();
   stop.abort();
   assert.deepEqual(await end, { value: undefined, done: true });
+  assert.deepEqual(resumes, [false, true], "the first period starts, the second resumes");
 });
 
 Deno.test("createSettings() has Kopf's peering defaults; namespaced is clusterwide's inverse", () => {

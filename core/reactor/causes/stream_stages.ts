@@ -113,7 +113,8 @@ export interface SourceParts {
 
 /**
  * The stream's source: a resource the reconcile handlers cache is read from its informer (one
- * list+watch for all); others get a watch of their own. A sharded watch asks the server to filter
+ * list+watch for all; after a pause, the informer lists once more for a fresh start, as a watch
+ * of one's own would); others get a watch of their own. A sharded watch asks the server to filter
  * if it can and filters on this side always (older servers ignore the selector); what the server
  * sent for other shards counts as type FILTERED in the metrics.
  * @param parts What it uses.
@@ -121,7 +122,7 @@ export interface SourceParts {
  * @param namespace The watched namespace, or `undefined` for cluster-wide.
  * @param filter The shard's filter, if sharded.
  * @param name The resource's name in the metrics.
- * @returns Opens the stream for a period (until the signal aborts).
+ * @returns Opens the stream for a period (until the signal aborts; `resumed`: after a pause).
  */
 export function watchSource(
   parts: SourceParts,
@@ -129,11 +130,14 @@ export function watchSource(
   namespace: string | undefined,
   filter: ShardFilter | undefined,
   name: string,
-): (period: AbortSignal) => AsyncIterable<WatcherEvent> {
+): (period: AbortSignal, resumed?: boolean) => AsyncIterable<WatcherEvent> {
   const { api, watching, observer } = parts;
   const accept = filter?.accept;
   const shared = parts.shared?.holds(resource) ? parts.shared : undefined;
-  if (shared) return (period) => shared.events(resource, namespace, { accept, signal: period });
+  if (shared) {
+    return (period, resumed) =>
+      shared.events(resource, namespace, { accept, signal: period, fresh: resumed });
+  }
   const sharded = accept
     ? {
       ...(filter.selector !== undefined ? { shardSelector: filter.selector } : {}),
@@ -166,10 +170,10 @@ export function watchSource(
 export function pausedSource(
   paused: OperatorPause | undefined,
   signal: AbortSignal,
-  open: (period: AbortSignal) => AsyncIterable<WatcherEvent>,
+  open: (period: AbortSignal, resumed: boolean) => AsyncIterable<WatcherEvent>,
   onPause: () => void,
 ): AsyncIterable<WatcherEvent> {
-  return paused ? pausable(paused, signal, open, { onPause }) : open(signal);
+  return paused ? pausable(paused, signal, open, { onPause }) : open(signal, false);
 }
 
 /** What {@link watchReporter} and {@link noticer} use. */

@@ -79,7 +79,7 @@ Deno.test("shardFilter: none without a shard; the namespace or uid decides; the 
   assert.match(server.selector!, /metadata\.namespace/);
 });
 
-Deno.test("watchSource: a cached resource is tapped from the shared informer with the shard's filter", async () => {
+Deno.test("watchSource: a cached resource is tapped from the shared informer with the shard's filter, fresh after a pause", async () => {
   const taps: unknown[] = [];
   const shared = {
     holds: (r: Resource) => r === CONFIGMAPS,
@@ -97,12 +97,16 @@ Deno.test("watchSource: a cached resource is tapped from the shared informer wit
     "configmaps",
   );
   const period = new AbortController().signal;
-  for await (const _ of open(period)) { /* nothing */ }
-  assert.deepEqual(taps, [{
-    resource: "configmaps",
-    namespace: "ns",
-    options: { accept: filter.accept, signal: period },
-  }]);
+  for await (const _ of open(period, false)) { /* nothing */ }
+  for await (const _ of open(period, true)) { /* nothing */ }
+  assert.deepEqual(
+    taps,
+    [false, true].map((fresh) => ({
+      resource: "configmaps",
+      namespace: "ns",
+      options: { accept: filter.accept, signal: period, fresh },
+    })),
+  );
 });
 
 Deno.test("watchSource: a sharded watch sends the selector, drops other shards' objects and counts them as FILTERED", async () => {
@@ -145,7 +149,9 @@ Deno.test("pausedSource: without peering, the source itself (no extra layer); wi
   pause.set("test", true);
   const controller = new AbortController();
   let paused = 0, opened = 0;
-  const stream = pausedSource(pause, controller.signal, async function* () {
+  const resumes: boolean[] = [];
+  const stream = pausedSource(pause, controller.signal, async function* (_, resumed) {
+    resumes.push(resumed);
     opened++;
     yield { type: "init" } as WatcherEvent;
   }, () => {
@@ -156,6 +162,7 @@ Deno.test("pausedSource: without peering, the source itself (no extra layer); wi
     controller.abort();
   }
   assert.deepEqual([paused, opened], [1, 1]);
+  assert.deepEqual(resumes, [true], "opened after the pause");
 });
 
 Deno.test("watchReporter: signs of life, listings, metrics, a first silence at INFO and other failures at WARNING, skipped lines", () => {

@@ -12,6 +12,11 @@
  * What is the same and what is not, for the cause handlers of a cached resource:
  * - the events are the watch's: raw types (`ADDED`/`MODIFIED`/`DELETED`) for `on.event`,
  *   relists folded the same way (unchanged objects flagged, vanished ones deleted);
+ * - a stream that starts with the operator gets the informer's store as its listing (the
+ *   informer listed at the operator's start, as Kopf's watch would); a stream resumed after
+ *   peering's pause gets a fresh one: the informer lists once more and merges it into its store
+ *   (`fresh` of `Informer.events`), as fresh as the list Kopf sends at a resume (the store
+ *   alone may lag the API server by the events in flight, and a peer acted meanwhile);
  * - bodies come after the cache's transform: with `settings.caching.dropManagedFields` (the
  *   default) they have no `metadata.managedFields` and no kubectl last-applied annotation;
  * - with namespace patterns, the cache watches cluster-wide (as the reconcile controllers do) and
@@ -45,6 +50,8 @@ export interface SharedStreamOptions {
   readonly accept?: ((object: KubeObject) => boolean) | undefined;
   /** Ends the stream. */
   readonly signal: AbortSignal;
+  /** Joining a running informer: list once more first (see `TapOptions.fresh`). */
+  readonly fresh?: boolean | undefined;
 }
 
 /** The operator's informer cache and what it holds. */
@@ -107,7 +114,8 @@ export class SharedInformers implements AsyncDisposable {
 
   /**
    * The watch stream of a cached resource in one namespace, read from its informer: what the
-   * reactor would get from a watch of its own (see `Informer.events`).
+   * reactor would get from a watch of its own (see `Informer.events`); with `fresh`, joining a
+   * running informer, it begins with a fresh listing (one list request).
    * @param resource A resource the cache {@link holds}.
    * @param namespace The namespace; `undefined`: all (cluster-wide, cluster-scoped resources).
    * @param options A filter of one's own and the signal that ends the stream.
@@ -127,7 +135,11 @@ export class SharedInformers implements AsyncDisposable {
       ? (object: KubeObject) =>
         (!narrow || object.metadata?.namespace === namespace) && (!accept || accept(object))
       : undefined;
-    return this.cache.informer(resource, scope).events({ accept: filter, signal: options.signal });
+    return this.cache.informer(resource, scope).events({
+      accept: filter,
+      signal: options.signal,
+      fresh: options.fresh,
+    });
   }
 
   /** Stops every informer. */
