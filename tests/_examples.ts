@@ -15,8 +15,7 @@ import { applyCrds, KOPFEXAMPLES, testClient, testNamespace } from "./_support.t
 export const opts = { sanitizeOps: false, sanitizeResources: false };
 export const EVENTS: ResourceRef = { group: "", version: "v1", plural: "events", namespaced: true };
 export const PODS: ResourceRef = { group: "", version: "v1", plural: "pods", namespaced: true };
-export const LAST_HANDLED = "kopf.zalando.org/last-handled-configuration";
-export const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
+export { FINALIZER, LAST_HANDLED } from "./_support.ts";
 export const NAME = "kopf-example-1";
 
 /** A client, the example CRD, and a fresh namespace (deleted afterwards). */

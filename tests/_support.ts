@@ -42,6 +42,9 @@ export const KOPFEXAMPLES: Resource = {
 /** Kopf's default finalizer. */
 export const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
 
+/** Kopf's default diff-base annotation (the last handled essence). */
+export const LAST_HANDLED = "kopf.zalando.org/last-handled-configuration";
+
 /** A KopfExample object (crds/example.yaml) with the given spec and labels. */
 export function kex(
   name: string,

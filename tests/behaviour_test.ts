@@ -23,7 +23,9 @@ import {
   applyCrdObjects,
   applyCrds,
   eventually,
+  FINALIZER,
   KOPFEXAMPLES,
+  LAST_HANDLED,
   PausableTcpProxy,
   PODTEMPLATES,
   sleep,
@@ -34,8 +36,6 @@ import { type InProcessOperator, startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
-const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
-const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 const OTHER_FINALIZER = "example.com/other-controller";
 
 /** For tests of the Events posted from log messages (off by default, as in Kopf 1.44+). */
@@ -225,7 +225,7 @@ Deno.test(
     const done = await eventually(
       async () => {
         const body = await read(client, namespace, "a");
-        return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+        return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
       },
       20_000,
       "the diff-base after the retry",
@@ -241,7 +241,7 @@ Deno.test(
       `retried ${delayed - attempts[1]!.at} ms before the stored delay`,
     );
     assert.equal(progressOf(done, "create_fn"), undefined, "the record is purged");
-    assert.equal(done.metadata?.annotations?.[DIFFBASE], '{"spec":{"field":"value"}}\n');
+    assert.equal(done.metadata?.annotations?.[LAST_HANDLED], '{"spec":{"field":"value"}}\n');
     assert.deepEqual(statusOf(done).create_fn, { message: "done" });
     await second.waitForLog(/^Creation is processed: 1 succeeded; 0 failed\.$/);
 
@@ -293,7 +293,7 @@ Deno.test(
     const handled = await eventually(
       async () => {
         const body = await read(client, namespace, "a");
-        return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+        return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
       },
       10_000,
       "the diff-base",
@@ -654,7 +654,7 @@ async function relistScenario(): Promise<RelistOutcome & AsyncDisposable> {
     template: { spec: { containers: [{ name: "c", image: "busybox" }] } },
   } as KubeObject);
   const diffbase = async (name: string) =>
-    (await read(direct, namespace, name, PODTEMPLATES)).metadata?.annotations?.[DIFFBASE];
+    (await read(direct, namespace, name, PODTEMPLATES)).metadata?.annotations?.[LAST_HANDLED];
 
   // A first operator handles two objects (they get a diff-base), then stops.
   for (const name of ["old-1", "old-2"]) {
@@ -763,7 +763,7 @@ Deno.test(
     await first.ready;
     await client.api.create(KOPFEXAMPLES, example("a"), { namespace });
     await eventually(async () =>
-      (await read(client, namespace, "a")).metadata?.annotations?.[DIFFBASE]
+      (await read(client, namespace, "a")).metadata?.annotations?.[LAST_HANDLED]
     );
     await first.stop();
     await client.api.delete(KOPFEXAMPLES, "a", { namespace }); // held by our finalizer
@@ -825,7 +825,7 @@ Deno.test(
       diff: [["add", [], null, "a"]],
     });
     await eventually(async () =>
-      (await read(client, namespace, "a")).metadata?.annotations?.[DIFFBASE]
+      (await read(client, namespace, "a")).metadata?.annotations?.[LAST_HANDLED]
     );
     assert.equal(updates.length, 0, "no update handler at creation");
 
@@ -1001,7 +1001,9 @@ Deno.test(
       freeform("bad-progress", { spec: {} }, {
         annotations: { "kopf.zalando.org/create_fn": "{not json" },
       }),
-      freeform("bad-diffbase", { spec: {} }, { annotations: { [DIFFBASE]: "not json either" } }),
+      freeform("bad-diffbase", { spec: {} }, {
+        annotations: { [LAST_HANDLED]: "not json either" },
+      }),
     ];
     for (const body of malformed) await client.api.create(FREEFORMS, body, { namespace });
 
@@ -1096,7 +1098,7 @@ Deno.test(
     assert.equal(used.writes, 1, used.all);
     assert.equal(used.reads, 0, used.all);
     assert.deepEqual(statusOf(updated).update_fn, { size: 2 });
-    assert.equal(updated.metadata?.annotations?.[DIFFBASE], '{"spec":{"size":2}}\n');
+    assert.equal(updated.metadata?.annotations?.[LAST_HANDLED], '{"spec":{"size":2}}\n');
     assert.equal(progressOf(updated, "update_fn"), undefined);
   },
 );
@@ -1125,7 +1127,7 @@ Deno.test(
     await eventually(() => updates.length > 0, 10_000, "the update handler for the racing change");
     assert.deepEqual(updates, [[["change", ["spec", "size"], 1, 2]]]);
     const body = await read(client, namespace, "a");
-    assert.equal(body.metadata?.annotations?.[DIFFBASE], '{"spec":{"size":2}}\n');
+    assert.equal(body.metadata?.annotations?.[LAST_HANDLED], '{"spec":{"size":2}}\n');
   },
 );
 
@@ -1162,7 +1164,7 @@ Deno.test(
       namespace,
     });
     await eventually(async () =>
-      (await read(client, namespace, "mine")).metadata?.annotations?.[DIFFBASE]
+      (await read(client, namespace, "mine")).metadata?.annotations?.[LAST_HANDLED]
     );
     await sleep(1_000);
     const after = await read(client, namespace, "stranger");

@@ -20,7 +20,9 @@ import { createSettings } from "../core/settings/settings.ts";
 import {
   applyCrds,
   eventually,
+  FINALIZER,
   KOPFEXAMPLES,
+  LAST_HANDLED,
   sleep,
   testClient,
   testNamespace,
@@ -34,8 +36,6 @@ const opts = {
   ignore: !PYTHON_KOPF.available,
 };
 
-const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
-const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 const PROGRESS = "kopf.zalando.org/create_fn";
 
 function fast() {
@@ -104,7 +104,7 @@ Deno.test(
     try {
       await kopf.waitForLine(/Creation is processed: 1 succeeded; 0 failed\./, 60_000);
       await eventually(async () =>
-        (await read(client, namespace, "sample")).metadata?.annotations?.[DIFFBASE]
+        (await read(client, namespace, "sample")).metadata?.annotations?.[LAST_HANDLED]
       );
     } finally {
       await kopf.stop();
@@ -188,7 +188,7 @@ Deno.test(
     );
     const done = await eventually(async () => {
       const body = await read(client, namespace, "slow");
-      return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+      return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
     });
     assert.equal(done.metadata?.annotations?.[PROGRESS], undefined, "Kopf's record is purged");
     assert.deepEqual(statusOf(done).create_fn, { message: "hello from deno" });
@@ -217,7 +217,7 @@ Deno.test(
     }
     const handled = await eventually(async () => {
       const body = await read(client, namespace, "sample");
-      return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+      return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
     });
     assert.deepEqual(statusOf(handled).create_fn, { message: "hello from deno" });
 
@@ -297,7 +297,7 @@ Deno.test(
     assert.ok(Number(at) >= delayed - 5, `Kopf retried ${delayed - Number(at)} ms early`);
     const done = await eventually(async () => {
       const body = await read(client, namespace, "slow");
-      return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+      return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
     });
     assert.equal(done.metadata?.annotations?.[PROGRESS], undefined, "our record is purged");
     assert.deepEqual(statusOf(done).create_fn, { message: "hello from python" });
@@ -372,7 +372,7 @@ Deno.test(
     assert.ok(calls[0]!.at >= delayed - 5, "and its delay is kept");
     const done = await eventually(async () => {
       const body = await read(client, namespace, "f");
-      return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+      return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
     });
     assert.equal(
       done.metadata?.annotations?.[FIELD_PROGRESS],

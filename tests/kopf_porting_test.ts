@@ -13,6 +13,7 @@ import {
   eventually,
   kex,
   KOPFEXAMPLES,
+  LAST_HANDLED,
   sleep,
   testClient,
   testNamespace,
@@ -20,8 +21,6 @@ import {
 import { type InProcessOperator, startOperator } from "./_operator.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 
 function fast(tweak: (settings: OperatorSettings) => void = () => {}): OperatorSettings {
   const settings = createSettings({
@@ -36,7 +35,7 @@ function fast(tweak: (settings: OperatorSettings) => void = () => {}): OperatorS
 /** Kopf's progress records on an object: its annotations (but the diff-base) and status. */
 function progressRecords(body: KubeObject): string[] {
   const annotations = Object.keys(body.metadata?.annotations ?? {})
-    .filter((key) => key.startsWith("kopf.zalando.org/") && key !== DIFFBASE);
+    .filter((key) => key.startsWith("kopf.zalando.org/") && key !== LAST_HANDLED);
   const status = (body as { status?: { kopf?: { progress?: Record<string, unknown> } } }).status;
   return [...annotations, ...Object.keys(status?.kopf?.progress ?? {}).map((k) => `status:${k}`)];
 }
@@ -77,7 +76,7 @@ Deno.test(
     const created = await eventually(
       async () => {
         const body = await client.api.get(KOPFEXAMPLES, "a", { namespace });
-        return body.metadata?.annotations?.[DIFFBASE] ? body : undefined;
+        return body.metadata?.annotations?.[LAST_HANDLED] ? body : undefined;
       },
       15_000,
       "the diff-base after the creation",

@@ -21,6 +21,7 @@ import { startOperator } from "./_operator.ts";
 import {
   applyCrds,
   eventually,
+  FINALIZER,
   KOPFEXAMPLES,
   sleep,
   testClient,
@@ -28,7 +29,6 @@ import {
 } from "./_support.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-const FINALIZER = "kopf.zalando.org/KopfFinalizerMarker";
 
 /** A client, the example CRD, and a fresh namespace (deleted afterwards). */
 async function fixture(prefix: string) {

@@ -15,13 +15,13 @@ import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import { createSettings } from "../core/settings/settings.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
-import { LAST_HANDLED } from "./_examples.ts";
 import { type InProcessOperator, startOperator } from "./_operator.ts";
 import {
   applyCrds,
   CONFIGMAPS,
   eventually,
   KOPFEXAMPLES,
+  LAST_HANDLED,
   sleep,
   testClient,
   testNamespace,

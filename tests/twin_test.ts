@@ -28,6 +28,7 @@ import { createSettings } from "../core/settings/settings.ts";
 import {
   applyCrds,
   eventually,
+  LAST_HANDLED,
   STATUS_CRD,
   STATUS_EXAMPLES,
   testClient,
@@ -38,7 +39,6 @@ import { PYTHON_KOPF, runPythonKopf, TWIN_HANDLERS } from "./_kopf.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false, ignore: !PYTHON_KOPF.available };
 const RESOURCE = "kopfstatusexamples";
-const DIFFBASE = "kopf.zalando.org/last-handled-configuration";
 
 /** The same operator as twin_handlers.py; every run is recorded as a `TWIN …` marker. */
 function twinHandlers(markers: string[]) {
@@ -241,7 +241,7 @@ Deno.test(
       }
       await settled(
         (o) =>
-          o.metadata?.annotations?.[DIFFBASE] !== undefined &&
+          o.metadata?.annotations?.[LAST_HANDLED] !== undefined &&
           (o as { status?: { create_fn?: unknown } }).status?.create_fn !== undefined,
         "all created objects handled by both operators",
       );
@@ -258,7 +258,7 @@ Deno.test(
         });
       }
       await settled((o) => {
-        const diffbase = o.metadata?.annotations?.[DIFFBASE] ?? "";
+        const diffbase = o.metadata?.annotations?.[LAST_HANDLED] ?? "";
         const name = o.metadata?.name;
         return name === "a"
           ? diffbase.includes('"size":2')

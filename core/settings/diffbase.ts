@@ -36,6 +36,7 @@ import {
 } from "../structs/dicts.ts";
 import type { Patch } from "../structs/patches.ts";
 import { dumpCompact } from "./_pyjson.ts";
+import { ANNOTATIONS_SIZE_LIMIT, annotationsExceed } from "./annotations_size.ts";
 import {
   AnnotationKeys,
   type AnnotationKeysOptions,
@@ -48,6 +49,7 @@ import {
 } from "./conventions.ts";
 
 export type { Essence } from "./conventions.ts";
+export { ANNOTATIONS_SIZE_LIMIT } from "./annotations_size.ts";
 
 /** Top-level fields that are never part of an essence (labels and annotations are put back). */
 const NON_ESSENTIAL: readonly string[] = Object.freeze([
@@ -237,51 +239,6 @@ export interface AnnotationsDiffBaseStorageOptions
    * @default {new StatusDiffBaseStorage()}
    */
   readonly overflow?: StatusDiffBaseStorage | null;
-}
-
-/** Kubernetes' limit on the total size of an object's annotations: keys and values, in bytes. */
-export const ANNOTATIONS_SIZE_LIMIT = 262_144;
-
-/**
- * Whether the annotations of `body`, changed by the patch and by `extra`, exceed
- * {@link ANNOTATIONS_SIZE_LIMIT}. Cheap for ordinary objects: bytes are counted only when an
- * upper bound of the characters could exceed the limit (UTF-8 takes at most 3 bytes per UTF-16
- * unit).
- */
-function annotationsExceed(
-  body: Mapping,
-  patch: Patch,
-  extra: ReadonlyMap<string, string>,
-): boolean {
-  const current = resolve(body, ["metadata", "annotations"]);
-  const patched = resolve(patch.body, ["metadata", "annotations"]);
-  // An upper bound first (replaced values counted twice), without building anything.
-  let bound = 0;
-  for (const source of [current, patched]) {
-    if (!isMapping(source)) continue;
-    for (const k in source) {
-      const v = source[k];
-      if (typeof v === "string") bound += k.length + v.length;
-    }
-  }
-  for (const [k, v] of extra) bound += k.length + v.length;
-  if (bound * 3 <= ANNOTATIONS_SIZE_LIMIT) return false;
-  const entries: Array<[string, unknown]> = [];
-  if (isMapping(current)) {
-    for (const [k, v] of Object.entries(current)) {
-      if (!extra.has(k) && !(isMapping(patched) && k in patched)) entries.push([k, v]);
-    }
-  }
-  if (isMapping(patched)) {
-    for (const [k, v] of Object.entries(patched)) if (!extra.has(k)) entries.push([k, v]);
-  }
-  entries.push(...extra);
-  const encoder = new TextEncoder();
-  let bytes = 0;
-  for (const [k, v] of entries) {
-    if (typeof v === "string") bytes += encoder.encode(k).length + encoder.encode(v).length;
-  }
-  return bytes > ANNOTATIONS_SIZE_LIMIT;
 }
 
 /**
