@@ -50,9 +50,17 @@ export interface RunnerOptions {
   readonly stopTimeoutMs?: number;
 }
 
+/** Where a run writes: standard output and standard error, line by line. */
+interface Outputs {
+  readonly stdout: (line: string) => void;
+  readonly stderr: (line: string) => void;
+}
+
 /** An operator running in the test's process. */
 export class KopfRunner implements AsyncDisposable {
   #lines: string[] = [];
+  #stdout: string[] = [];
+  #stderr: string[] = [];
   #controller = new AbortController();
   #done: Promise<void>;
   #exitCode: number | undefined;
@@ -60,11 +68,16 @@ export class KopfRunner implements AsyncDisposable {
   #options: RunnerOptions;
   /** Resolves when the operator is ready (every served resource listed once). */
   readonly ready: Promise<void>;
+  /**
+   * Resolves with the exit code when the operator exits, on its own or stopped (Kopf's
+   * `future`); never rejects: a failure is exit code 1 and {@link KopfRunner.error}.
+   */
+  readonly exited: Promise<number>;
 
   private constructor(
     run: (
       signal: AbortSignal,
-      write: (line: string) => void,
+      outputs: Outputs,
       onReady: () => void,
     ) => Promise<number>,
     options: RunnerOptions,
@@ -81,7 +94,17 @@ export class KopfRunner implements AsyncDisposable {
       () => failReady(new Error(`The operator was not ready within ${timeoutMs} ms`)),
       timeoutMs,
     );
-    this.#done = run(this.#controller.signal, (line) => this.#lines.push(line), () => {
+    const outputs: Outputs = {
+      stdout: (line) => {
+        this.#lines.push(line);
+        this.#stdout.push(line);
+      },
+      stderr: (line) => {
+        this.#lines.push(line);
+        this.#stderr.push(line);
+      },
+    };
+    this.#done = run(this.#controller.signal, outputs, () => {
       clearTimeout(timer);
       markReady();
     }).then((code) => {
@@ -98,6 +121,7 @@ export class KopfRunner implements AsyncDisposable {
       );
     });
     this.ready.catch(() => {});
+    this.exited = this.#done.then(() => this.#exitCode ?? 1);
   }
 
   /**
@@ -108,13 +132,14 @@ export class KopfRunner implements AsyncDisposable {
    * @returns The running operator.
    */
   static start(args: readonly string[], options: RunnerOptions = {}): KopfRunner {
-    return new KopfRunner(async (signal, write, onReady) => {
+    return new KopfRunner(async (signal, outputs, onReady) => {
       const previous = getDefaultRegistry();
       setDefaultRegistry(new OperatorRegistry());
       try {
         return await main(args, {
           signal,
-          write,
+          write: outputs.stdout,
+          writeError: outputs.stderr,
           onReady,
           freshImports: true,
           ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
@@ -136,11 +161,12 @@ export class KopfRunner implements AsyncDisposable {
     options: Omit<OperatorOptions, "signal" | "onReady">,
     runnerOptions: RunnerOptions = {},
   ): KopfRunner {
-    return new KopfRunner(async (signal, write, onReady) => {
+    return new KopfRunner(async (signal, outputs, onReady) => {
       const listener = (entry: LogEntry) => {
         const ref = entry.object;
         const prefix = ref ? `[${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}] ` : "";
-        write(`${entry.level.toUpperCase()} ${prefix}${entry.message}`);
+        // Log lines, as the CLI writes them to standard error.
+        outputs.stderr(`${entry.level.toUpperCase()} ${prefix}${entry.message}`);
       };
       const running = start({
         ...options,
@@ -156,14 +182,34 @@ export class KopfRunner implements AsyncDisposable {
     }, runnerOptions);
   }
 
-  /** Everything printed so far, one line per message. */
+  /** Everything printed so far (standard output and error as they came), one line per message. */
   get output(): string {
     return this.#lines.join("\n");
   }
 
-  /** The printed lines so far. */
+  /** The printed lines so far (both streams). */
   get lines(): readonly string[] {
     return this.#lines;
+  }
+
+  /** What went to standard output so far (usage, versions, generated output), one line each. */
+  get stdout(): string {
+    return this.#stdout.join("\n");
+  }
+
+  /** {@link KopfRunner.stdout} as UTF-8 bytes. */
+  get stdoutBytes(): Uint8Array {
+    return new TextEncoder().encode(this.stdout);
+  }
+
+  /** What went to standard error so far (log lines and errors), one line each. */
+  get stderr(): string {
+    return this.#stderr.join("\n");
+  }
+
+  /** {@link KopfRunner.stderr} as UTF-8 bytes. */
+  get stderrBytes(): Uint8Array {
+    return new TextEncoder().encode(this.stderr);
   }
 
   /** The exit code once stopped (0 for a clean stop), else undefined. */

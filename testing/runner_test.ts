@@ -62,9 +62,35 @@ Deno.test(
     assert.deepEqual(await statusOf(c, "r1", namespace), { create_fn: { message: "hello world" } });
     await runner.waitFor(/Handler 'create_fn' succeeded/);
     await runner.stop();
+    assert.equal(await runner.exited, 0);
     assert.equal(runner.exitCode, 0);
     assert.equal(runner.error, undefined);
     assert.match(runner.output, /And here we are! Created with spec/);
+    // The logs are standard error's, as on a terminal; nothing went to standard output.
+    assert.equal(runner.stderr, runner.output);
+    assert.equal(runner.stdout, "");
+  },
+);
+
+Deno.test(
+  "KopfRunner separates standard output from standard error (stdout, stderr, their bytes) and resolves exited with the exit code (TEST-03)",
+  opts,
+  async () => {
+    const version = KopfRunner.start(["--version"]);
+    assert.equal(await version.exited, 0);
+    assert.match(version.stdout, /^kopf, version \S+$/);
+    assert.deepEqual(version.stdoutBytes, new TextEncoder().encode(version.stdout));
+    assert.equal(version.stderr, "");
+    assert.equal(version.output, version.stdout);
+    const wrong = KopfRunner.start(["run", "--no-such-option"]);
+    assert.equal(await wrong.exited, 1);
+    assert.equal(wrong.stdout, "");
+    assert.match(wrong.stderr, /^error: .*no-such-option.*\(see kopf run --help\)$/);
+    assert.deepEqual(wrong.stderrBytes, new TextEncoder().encode(wrong.stderr));
+    const usage = KopfRunner.start(["run", "--help"]);
+    assert.equal(await usage.exited, 0);
+    assert.match(usage.stdout, /--namespace/);
+    assert.equal(usage.stderr, "");
   },
 );
 
@@ -80,6 +106,7 @@ Deno.test(
     assert.deepEqual(runner.lines, [
       "error: Cannot load handlers from examples/does-not-exist.ts: No such file: examples/does-not-exist.ts",
     ]);
+    assert.equal(runner.stderr, runner.lines[0]);
   },
 );
 
@@ -111,6 +138,7 @@ Deno.test(
     });
     const line = await runner.waitFor(/hello from the registry/);
     assert.equal(line, `INFO [${namespace}/r2] hello from the registry`);
+    assert.ok(runner.stderr.split("\n").includes(line), "log lines are standard error's");
   },
 );
 

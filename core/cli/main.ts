@@ -104,8 +104,17 @@ See docs/cli.md and docs/tooling.md.
 
 /** How the CLI is embedded (by the testing runner); all optional for the real command line. */
 export interface MainOptions {
-  /** Receives every output line (logs and errors) instead of standard error/output. */
+  /**
+   * Receives every output line instead of standard output and error (logs and errors too, unless
+   * {@link MainOptions.writeError} is given).
+   */
   readonly write?: (line: string) => void;
+  /**
+   * Receives what would go to standard error (logs, errors, progress of `generate`/`init`/
+   * `build`); {@link MainOptions.write} then receives only what would go to standard output
+   * (usage, versions, generated manifests).
+   */
+  readonly writeError?: (line: string) => void;
   /** Stops the operator (instead of SIGINT/SIGTERM, which are then not listened to). */
   readonly signal?: AbortSignal;
   /** Called when the operator is ready (all served resources listed once). */
@@ -272,18 +281,18 @@ function loggingOf(o: LoggingValues): LoggingOptions | string {
  * @returns The exit code.
  */
 export async function main(args: readonly string[], options: MainOptions = {}): Promise<ExitCode> {
-  const print = options.write ?? ((line: string) => console.error(line));
+  const { out, print } = outputsOf(options);
   const fail = (message: string): ExitCode => {
     print(`error: ${message}`);
     return 1;
   };
   const [command, ...rest] = args;
   if (!command || command === "-h" || command === "--help" || command === "help") {
-    (options.write ?? console.log)(COMMANDS_USAGE);
+    out(COMMANDS_USAGE);
     return command ? 0 : 1;
   }
   if (command === "--version") {
-    (options.write ?? console.log)(`kopf, version ${VERSION}`);
+    out(`kopf, version ${VERSION}`);
     return 0;
   }
   if (command === "freeze" || command === "resume") {
@@ -292,7 +301,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   if (command === "shards") {
     return await shardsCommand(rest, {
       print,
-      output: options.write ?? ((line) => console.log(line)),
+      output: out,
       kubeconfig: options.kubeconfig,
     });
   }
@@ -300,7 +309,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     const { tooling } = await import("./generate/commands.ts");
     return await tooling(command, rest, {
       print,
-      output: options.write ?? ((text) => console.log(text)),
+      output: out,
       kubeconfig: options.kubeconfig,
     });
   }
@@ -321,7 +330,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
   }
   const o = parsed.values;
   if (o.help) {
-    (options.write ?? console.log)(USAGE);
+    out(USAGE);
     return 0;
   }
   const invalid = fromEnvironment("run", o, RUN_OPTIONS);
@@ -350,7 +359,7 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     }
   }
 
-  await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
+  await configureLogging({ ...logging, ...logsOf(options) });
   for (
     const [target, isModule] of [
       ...parsed.positionals.map((p) => [p, false] as const),
@@ -512,6 +521,23 @@ Options:
   -h, --help                Show this help.
 `;
 
+/** Where the CLI writes: standard output (`out`) and standard error (`print`). */
+function outputsOf(options: MainOptions): {
+  out: (line: string) => void;
+  print: (line: string) => void;
+} {
+  return {
+    out: options.write ?? ((line) => console.log(line)),
+    print: options.writeError ?? options.write ?? ((line) => console.error(line)),
+  };
+}
+
+/** Where log lines go when embedded (else logging's own default, standard error). */
+function logsOf(options: MainOptions): { write?: (line: string) => void } {
+  const write = options.writeError ?? options.write;
+  return write ? { write } : {};
+}
+
 /** `kopf freeze` / `kopf resume`: one merge patch per peering object. */
 async function peeringCommand(
   command: "freeze" | "resume",
@@ -527,14 +553,14 @@ async function peeringCommand(
     return fail(`${argsErrorMessage(error)} (see kopf ${command} --help)`);
   }
   if (o.help) {
-    (options.write ?? console.log)(PEERING_USAGE);
+    outputsOf(options).out(PEERING_USAGE);
     return 0;
   }
   const invalid = fromEnvironment(command, o, PEERING_OPTIONS);
   if (invalid) return fail(invalid);
   const logging = loggingOf(o);
   if (typeof logging === "string") return fail(logging);
-  await configureLogging({ ...logging, ...(options.write ? { write: options.write } : {}) });
+  await configureLogging({ ...logging, ...logsOf(options) });
   const namespaces = o.namespace ?? [];
   if (o["all-namespaces"] && namespaces.length) {
     return fail("--namespace and --all-namespaces are mutually exclusive");
