@@ -427,7 +427,10 @@ export class Informer {
     }
   }
 
-  /** Reads a fresh listing for the joining taps (one at a time), then gives them the store. */
+  /**
+   * Reads a fresh listing for the joining taps (one at a time), merged into the store page by
+   * page, then gives them the store.
+   */
   #resync(source: Source): void {
     if (this.#resyncing) return;
     this.#resyncing = true;
@@ -435,23 +438,28 @@ export class Informer {
     (async () => {
       try {
         const { api, options } = source;
-        const listed = new Map<string, KubeObject | undefined>();
-        let version = "";
+        const listed = new Set<string>();
+        let at: bigint | undefined;
         const pages = api.listPages(this.resource, {
           ...this.scope,
           limit: options.pageSize,
           signal: options.signal,
         });
         for await (const page of pages) {
+          if (this.#listing) return; // a relist under way says it all
+          const version = page.metadata?.resourceVersion ?? "";
+          if (!/^\d+$/.test(version)) return; // nothing can be ordered: the store as it is
+          at ??= BigInt(version);
           for (const object of page.items) {
+            listed.add(keyOf(object));
             // Too deep to take: present all the same (the watch refused it too).
-            const deep = options.maxDepth !== undefined &&
-              nestedDeeperThan(object, options.maxDepth);
-            listed.set(keyOf(object), deep ? undefined : object);
+            if (options.maxDepth !== undefined && nestedDeeperThan(object, options.maxDepth)) {
+              continue;
+            }
+            this.#merge(object, deleted);
           }
-          version = page.metadata?.resourceVersion ?? version;
         }
-        if (!this.#listing) this.#merge(listed, version, deleted);
+        if (at !== undefined && !this.#listing) this.#dropUnlisted(listed, at);
       } catch (error) {
         if (!source.options.signal?.aborted) {
           source.onError?.(error instanceof Error ? error : new Error(String(error)));
@@ -472,29 +480,28 @@ export class Informer {
   }
 
   /**
-   * Merges a fresh listing into the store: listed objects newer than the stored ones (and not
-   * deleted by the watch meanwhile) are stored; stored objects the listing had to have but did
-   * not are deleted. With versions that are not numbers, nothing can be ordered: no change.
+   * Merges one object of a fresh listing into the store: stored (and told as a watch event
+   * would) when newer than the stored one and not deleted by the watch since it was listed.
    */
-  #merge(
-    listed: ReadonlyMap<string, KubeObject | undefined>,
-    listVersion: string,
-    deletedMeanwhile: ReadonlyMap<string, bigint>,
-  ): void {
-    if (!/^\d+$/.test(listVersion)) return;
-    const at = BigInt(listVersion);
-    for (const [key, object] of listed) {
-      const version = object && numericVersion(object);
-      if (version === undefined) continue;
-      const deletedAt = deletedMeanwhile.get(key);
-      if (deletedAt !== undefined && deletedAt >= version) continue;
-      const old = this.#objects.get(key);
-      if (old && !((numericVersion(old) ?? version) < version)) continue;
-      const stored = this.#apply(object!);
-      if (!stored) continue;
-      const raw = old && old.metadata?.uid === object!.metadata?.uid ? "MODIFIED" : "ADDED";
-      this.#forward({ type: "apply", object: stored, raw }, stored);
-    }
+  #merge(object: KubeObject, deletedMeanwhile: ReadonlyMap<string, bigint>): void {
+    const version = numericVersion(object);
+    if (version === undefined) return;
+    const key = keyOf(object);
+    const deletedAt = deletedMeanwhile.get(key);
+    if (deletedAt !== undefined && deletedAt >= version) return;
+    const old = this.#objects.get(key);
+    if (old && !((numericVersion(old) ?? version) < version)) return;
+    const stored = this.#apply(object);
+    if (!stored) return;
+    const raw = old && old.metadata?.uid === object.metadata?.uid ? "MODIFIED" : "ADDED";
+    this.#forward({ type: "apply", object: stored, raw }, stored);
+  }
+
+  /**
+   * After a fresh listing: deletes the stored objects it had to have (stored at or before its
+   * version) but did not — gone while their deletion was still on its way.
+   */
+  #dropUnlisted(listed: ReadonlySet<string>, at: bigint): void {
     for (const [key, object] of this.#objects) {
       if (listed.has(key)) continue;
       const version = numericVersion(object);
