@@ -528,14 +528,19 @@ function outputsOf(options: MainOptions): {
 } {
   return {
     out: options.write ?? ((line) => console.log(line)),
-    print: options.writeError ?? options.write ?? ((line) => console.error(line)),
+    print: embeddedErrors(options) ?? ((line) => console.error(line)),
   };
 }
 
 /** Where log lines go when embedded (else logging's own default, standard error). */
 function logsOf(options: MainOptions): { write?: (line: string) => void } {
-  const write = options.writeError ?? options.write;
+  const write = embeddedErrors(options);
   return write ? { write } : {};
+}
+
+/** The embedder's receiver of standard error's lines, if any. */
+function embeddedErrors(options: MainOptions): ((line: string) => void) | undefined {
+  return options.writeError ?? options.write;
 }
 
 /** `kopf freeze` / `kopf resume`: one merge patch per peering object. */

@@ -358,13 +358,14 @@ export class Informer {
         break;
       }
       case "delete": {
-        const key = keyOf(event.object);
         if (this.#buried(event.object)) {
-          this.#tombstones.delete(key); // the watch caught up with the fresh listing
+          this.#tombstones.delete(keyOf(event.object)); // the watch caught up with the listing
           break;
         }
-        const version = numericVersion(event.object);
-        if (version !== undefined) this.#deletedMeanwhile?.set(key, version);
+        if (this.#deletedMeanwhile) {
+          const version = numericVersion(event.object);
+          if (version !== undefined) this.#deletedMeanwhile.set(keyOf(event.object), version);
+        }
         const gone = this.#delete(event.object);
         if (gone) this.#forward({ type: "delete", object: gone }, gone);
         break;
