@@ -6,7 +6,7 @@
  *
  * Quoted names are matched against the file's text with string concatenations joined; `…` in a
  * quoted name stands for an elided part, and a test named by a template literal matches with
- * its `${…}` parts as wildcards.
+ * its `${…}` parts as wildcards (when at least half the name is the literal's own text).
  */
 
 import assert from "node:assert/strict";
@@ -80,12 +80,13 @@ Deno.test("parity.md proofs: the reader finds paths and quoted names, and tells 
     ");",
     "Deno.test(`exec plugin (${version}): renewed`, () => {});",
     'Deno.test("three, then the middle, then the end", () => {});',
+    "for (const label of labels) Deno.test(`${label}`, () => {});",
   ].join("\n");
   assert.ok(testNameFound(source, "one"));
   assert.ok(testNameFound(source, "two (A-01)"), "a concatenated name");
   assert.ok(testNameFound(source, "exec plugin (v1): renewed"), "a template literal");
   assert.ok(testNameFound(source, "three … end"), "an elided name");
-  assert.ok(!testNameFound(source, "four"));
+  assert.ok(!testNameFound(source, "four"), "a literal of substitutions only matches nothing");
   assert.ok(!testNameFound(source, "two (A-02)"));
   assert.ok(!testNameFound(source, "exec plugin (v1): rejected"));
 });
