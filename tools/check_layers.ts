@@ -6,8 +6,8 @@
  * core/client, core/actions, core/intents, core/engines, core/reactor, core/api, core/cli, kits,
  * then the top (the entry points mod.ts, client.ts, tuning.ts, cli.ts) and testing/. A file may import its own layer or lower ones.
  * core/api is what handler code calls; core/cli is the `kopf` command line, which nothing in
- * core/ or kits/ imports. Inside core/cli the order is its parts (args.ts, scaling.ts,
- * loading.ts), then the build-time generators (core/cli/generate/: init, generate types/rbac,
+ * core/ or kits/ imports. Inside core/cli the order is its parts (args.ts, options.ts,
+ * scaling.ts, loading.ts, peering_commands.ts), then the build-time generators (core/cli/generate/: init, generate types/rbac,
  * build, image), then the command itself (main.ts), which loads the generators lazily. Test
  * files (`*_test.ts`), their shared scaffolding (`_test_support.ts`) and `tests/`, `tools/`,
  * `bench/`, `examples/` are exempt.

@@ -12,9 +12,7 @@ import denoConfig from "../../deno.json" with { type: "json" };
 import { Logger } from "../actions/loggers.ts";
 import { ConfigError } from "../client/config.ts";
 import { LoginError } from "../client/vault.ts";
-import { KubeClient } from "../client/client.ts";
 import { ActivityError } from "../engines/runners/activities.ts";
-import { detectIdentity, peeringTargets, touchPeering } from "../engines/coordination/peering.ts";
 import { endpointUrl } from "../engines/observability/probing.ts";
 import { operator, OperatorStartError } from "../reactor/lifetime/running.ts";
 import { createSettings } from "../settings/settings.ts";
@@ -23,30 +21,18 @@ import { armUltimateExit } from "../api/embedding.ts";
 import { loadModule } from "./loading.ts";
 import { applyScalingOptions, SCALING_OPTIONS, SCALING_USAGE, shardsCommand } from "./scaling.ts";
 import { LeadershipLostError } from "../engines/coordination/leadership.ts";
-import { configureLogging, type LogFormat, type LoggingOptions } from "../api/logging.ts";
+import { configureLogging } from "../api/logging.ts";
+import {
+  firstLine,
+  fromEnvironment,
+  LOGGING_OPTIONS,
+  LOGGING_USAGE,
+  loggingOf,
+} from "./options.ts";
+import { peeringCommand } from "./peering_commands.ts";
 
 /** Exit code and nothing else: the CLI never throws for user errors. */
 export type ExitCode = number;
-
-const LOGGING_USAGE = `  -v, --verbose             Framework debug messages.
-  -d, --debug               Also the API traffic: one line per request.
-  -q, --quiet               Warnings and errors only.
-      --log-format FORMAT   plain, full (default) or json.
-      --log-prefix          Prefix object messages with [namespace/name] (default for text formats).
-      --no-log-prefix       Do not prefix object messages.
-      --log-refkey KEY      JSON key of the object reference (default: object).
-`;
-
-/** The logging options, shared by all commands (as in Kopf). */
-const LOGGING_OPTIONS = {
-  verbose: { type: "boolean", short: "v" },
-  debug: { type: "boolean", short: "d" },
-  quiet: { type: "boolean", short: "q" },
-  "log-format": { type: "string" },
-  "log-prefix": { type: "boolean" },
-  "no-log-prefix": { type: "boolean" },
-  "log-refkey": { type: "string" },
-} as const;
 
 /** The package version, from deno.json. */
 export const VERSION: string = denoConfig.version;
@@ -162,11 +148,6 @@ function discardOnAbruptExit(api: EmbeddedApi): () => void {
   };
 }
 
-function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split("\n").map((l) => l.trim()).find(Boolean) ?? "unknown error";
-}
-
 const RUN_OPTIONS = {
   module: { type: "string", short: "m", multiple: true },
   namespace: { type: "string", short: "n", multiple: true },
@@ -185,95 +166,6 @@ const RUN_OPTIONS = {
   ...LOGGING_OPTIONS,
   help: { type: "boolean", short: "h" },
 } as const;
-
-const PEERING_OPTIONS = {
-  namespace: { type: "string", short: "n", multiple: true },
-  "all-namespaces": { type: "boolean", short: "A" },
-  peering: { type: "string", short: "P" },
-  id: { type: "string", short: "i" },
-  lifetime: { type: "string", short: "t" },
-  priority: { type: "string", short: "p" },
-  dev: { type: "boolean" },
-  message: { type: "string", short: "m" },
-  kubeconfig: { type: "string" },
-  context: { type: "string" },
-  ...LOGGING_OPTIONS,
-  help: { type: "boolean", short: "h" },
-} as const;
-
-/**
- * The environment variable names of the options whose Kopf parameter is named differently from
- * the option (Kopf's CLI reads `KOPF_<COMMAND>_<PARAMETER>`, e.g. `KOPF_RUN_NAMESPACES`); the
- * other options use their own name, e.g. `--log-format` → `KOPF_RUN_LOG_FORMAT`. `null`: none.
- */
-const ENV_NAMES: Readonly<Record<string, string | null>> = {
-  module: "MODULES",
-  namespace: "NAMESPACES",
-  "all-namespaces": "CLUSTERWIDE",
-  liveness: "LIVENESS_ENDPOINT",
-  crd: "CRDS",
-  "no-log-prefix": null, // KOPF_RUN_LOG_PREFIX=false
-  help: null,
-};
-
-const TRUE = new Set(["1", "true", "t", "yes", "y", "on"]);
-const FALSE = new Set(["0", "false", "f", "no", "n", "off"]);
-
-/**
- * Fills the options not given on the command line from `KOPF_<COMMAND>_<NAME>` environment
- * variables, as Kopf's CLI does: flags take true/false (1/0, yes/no, on/off), repeatable options
- * take whitespace-separated values.
- * @returns An error message for an unusable value, else `undefined`.
- */
-function fromEnvironment(
-  command: string,
-  values: Record<string, string | boolean | (string | boolean)[] | undefined>,
-  specs: Readonly<Record<string, { readonly type: string; readonly multiple?: boolean }>>,
-): string | undefined {
-  for (const [key, spec] of Object.entries(specs)) {
-    const suffix = key in ENV_NAMES ? ENV_NAMES[key] : key.toUpperCase().replaceAll("-", "_");
-    if (!suffix || values[key] !== undefined) continue;
-    if (key === "log-prefix" && values["no-log-prefix"] !== undefined) continue;
-    const name = `KOPF_${command.toUpperCase()}_${suffix}`;
-    const raw = Deno.env.get(name)?.trim();
-    if (!raw) continue;
-    if (spec.type === "boolean") {
-      const flag = raw.toLowerCase();
-      if (!TRUE.has(flag) && !FALSE.has(flag)) {
-        return `${name}=${raw} is not a boolean; use true or false`;
-      }
-      values[key] = TRUE.has(flag);
-    } else values[key] = spec.multiple ? raw.split(/\s+/) : raw;
-  }
-  return undefined;
-}
-
-/** The logging options' values, as parsed. */
-interface LoggingValues {
-  readonly verbose?: boolean | undefined;
-  readonly debug?: boolean | undefined;
-  readonly quiet?: boolean | undefined;
-  readonly "log-format"?: string | undefined;
-  readonly "log-prefix"?: boolean | undefined;
-  readonly "no-log-prefix"?: boolean | undefined;
-  readonly "log-refkey"?: string | undefined;
-}
-
-/** The logging configuration of the given options, or an error message. */
-function loggingOf(o: LoggingValues): LoggingOptions | string {
-  const format = (o["log-format"] ?? "full") as LogFormat;
-  if (!["plain", "full", "json"].includes(format)) {
-    return `Unknown log format '${format}'; use plain, full or json`;
-  }
-  return {
-    verbose: o.verbose ?? false,
-    debug: o.debug ?? false,
-    quiet: o.quiet ?? false,
-    format,
-    prefix: o["no-log-prefix"] ? false : o["log-prefix"] ?? format !== "json",
-    refkey: o["log-refkey"] ?? "object",
-  };
-}
 
 /**
  * Runs the CLI.
@@ -296,7 +188,12 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
     return 0;
   }
   if (command === "freeze" || command === "resume") {
-    return await peeringCommand(command, rest, options, print, fail);
+    return await peeringCommand(command, rest, {
+      out,
+      print,
+      logs: logsOf(options),
+      kubeconfig: options.kubeconfig,
+    });
   }
   if (command === "shards") {
     return await shardsCommand(rest, {
@@ -501,26 +398,6 @@ function addressInUse(
   return firstLine(error);
 }
 
-const PEERING_USAGE = `Usage: kopf freeze [OPTIONS]
-       kopf resume [OPTIONS]
-
-freeze: write a peer with a high priority into the peering object, so that running operators with
-a lower priority pause for --lifetime seconds (or until resumed). resume: remove that peer.
-
-Options:
-  -n, --namespace PATTERN   The KopfPeering objects in these namespaces; repeatable.
-  -A, --all-namespaces      The ClusterKopfPeering object (the default without -n).
-  -P, --peering NAME        The peering object's name (default: default).
-  -i, --id ID               The peer's identity (default: user@host).
-  -t, --lifetime SECONDS    freeze: how long the freeze lasts (required).
-  -p, --priority N          freeze: the peer's priority (default 100).
-      --dev                 freeze: priority 666.
-  -m, --message TEXT        freeze: a note stored with the peer.
-      --kubeconfig PATH     Kubeconfig file.
-      --context NAME        Kubeconfig context.
-  -h, --help                Show this help.
-`;
-
 /** Where the CLI writes: standard output (`out`) and standard error (`print`). */
 function outputsOf(options: MainOptions): {
   out: (line: string) => void;
@@ -541,85 +418,4 @@ function logsOf(options: MainOptions): { write?: (line: string) => void } {
 /** The embedder's receiver of standard error's lines, if any. */
 function embeddedErrors(options: MainOptions): ((line: string) => void) | undefined {
   return options.writeError ?? options.write;
-}
-
-/** `kopf freeze` / `kopf resume`: one merge patch per peering object. */
-async function peeringCommand(
-  command: "freeze" | "resume",
-  args: readonly string[],
-  options: MainOptions,
-  print: (line: string) => void,
-  fail: (message: string) => ExitCode,
-): Promise<ExitCode> {
-  let o;
-  try {
-    o = parseArgs({ args: [...args], options: PEERING_OPTIONS }).values;
-  } catch (error) {
-    return fail(`${argsErrorMessage(error)} (see kopf ${command} --help)`);
-  }
-  if (o.help) {
-    outputsOf(options).out(PEERING_USAGE);
-    return 0;
-  }
-  const invalid = fromEnvironment(command, o, PEERING_OPTIONS);
-  if (invalid) return fail(invalid);
-  const logging = loggingOf(o);
-  if (typeof logging === "string") return fail(logging);
-  await configureLogging({ ...logging, ...logsOf(options) });
-  const namespaces = o.namespace ?? [];
-  if (o["all-namespaces"] && namespaces.length) {
-    return fail("--namespace and --all-namespaces are mutually exclusive");
-  }
-  const priority = o.dev ? 666 : Number(o.priority ?? 100);
-  const lifetime = command === "resume" ? 0 : Number(o.lifetime);
-  if (command === "freeze") {
-    if (o.lifetime === undefined) return fail("kopf freeze needs --lifetime SECONDS");
-    if (!Number.isInteger(lifetime) || lifetime <= 0) {
-      return fail(`--lifetime must be a positive integer, got '${o.lifetime}'`);
-    }
-    if (!Number.isInteger(priority)) {
-      return fail(`--priority must be an integer, got '${o.priority}'`);
-    }
-  }
-  const identity = o.id ?? detectIdentity({ manual: true });
-  const kubeconfig = o.kubeconfig ?? options.kubeconfig;
-  let client: KubeClient;
-  try {
-    const traffic = new Logger(["kopf", "client"]); // shown with --debug only
-    client = await KubeClient.connect({
-      ...(kubeconfig ? { kubeconfig } : {}),
-      ...(o.context ? { context: o.context } : {}),
-      onResponse: (r) =>
-        traffic.debug(`${r.method} ${r.path} → ${r.code || "no answer"} in ${r.ms} ms`),
-    });
-  } catch (error) {
-    return fail(firstLine(error));
-  }
-  try {
-    const name = o.peering ?? "default";
-    const clusterwide = !namespaces.length;
-    const targets = await peeringTargets(client.api, { name, clusterwide }, namespaces);
-    let missing = 0;
-    for (const target of targets) {
-      const where = target.namespace ? `in '${target.namespace}'` : "cluster-wide";
-      const what = `${target.resource.kind} '${name}' ${where}`;
-      const stored = await touchPeering(client.api, target, {
-        identity,
-        priority,
-        lifetime,
-        message: o.message,
-      });
-      if (!stored) {
-        missing++;
-        print(`error: Peering object ${what} is not found`);
-      } else if (command === "freeze") {
-        print(`Frozen ${what} as '${identity}' with priority ${priority} for ${lifetime}s.`);
-      } else print(`Resumed ${what}: removed '${identity}'.`);
-    }
-    return missing ? 1 : 0;
-  } catch (error) {
-    return fail(firstLine(error));
-  } finally {
-    client[Symbol.dispose]();
-  }
 }
