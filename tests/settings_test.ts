@@ -236,7 +236,7 @@ Deno.test(
   "Event posts retry with settings.posting.defaultBackoffs (explicit), loggingBackoffs (log messages) or the call's own backoffs (K26-11)",
   opts,
   async () => {
-    // Failing Event posts on purpose needs fault injection: the emulator (see contract_test).
+    // Failing Event posts on purpose needs fault injection: the emulator (see contract_*_test).
     await using emulator = await Emulator.start();
     using client = new KubeClient(await loadKubeconfig({ paths: [emulator.kubeconfigPath] }));
     const settings = createSettings({

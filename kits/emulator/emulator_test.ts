@@ -2,7 +2,7 @@
  * The emulator's own features (those without a real-cluster counterpart): fault injection,
  * history, applyYaml, compaction window, periodic bookmarks, plain HTTP; and unit checks of
  * selectors and patches. API fidelity is tested against both backends in
- * tests/contract_test.ts.
+ * tests/contract_*_test.ts.
  */
 
 import assert from "node:assert/strict";
