@@ -5,7 +5,7 @@
  * over reconciles their objects at once (no change needed). A cause handler of the same resource
  * reads the shared cache's stream, filtered by shard: each creation handled once, by the holder.
  * Lease timings shortened as in
- * tests/sharding_test.ts.
+ * tests/_sharding.ts.
  */
 
 import assert from "node:assert/strict";
