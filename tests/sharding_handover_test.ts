@@ -8,7 +8,6 @@
  */
 
 import assert from "node:assert/strict";
-import { on } from "../core/api/on.ts";
 import { index } from "../core/api/indexing.ts";
 import { daemon, timer } from "../core/api/spawning.ts";
 import type { OperatorRegistry } from "../core/intents/registries.ts";
@@ -16,6 +15,7 @@ import type { KubeObject } from "../core/structs/objects.ts";
 import { spawnOperator, startOperator } from "./_operator.ts";
 import { eventually, KOPFEXAMPLES, sleep } from "./_support.ts";
 import {
+  allPersisted,
   assertFinalizersAddedOnce,
   balanced,
   createExamples,
@@ -24,6 +24,8 @@ import {
   settings,
   setup,
   SHARDS,
+  slowReplica,
+  type SlowRun,
 } from "./_sharding.ts";
 
 Deno.test(
@@ -252,19 +254,8 @@ Deno.test(
   async () => {
     const { client, namespace } = await setup("shard-inflight");
     using _ = client;
-    const runs: Array<{ name: string; replica: string; finished?: boolean }> = [];
-    const start = (identity: string) =>
-      startOperator((registry: OperatorRegistry) => {
-        on.create("kopfexamples", { registry }, async function slow_fn({ name }) {
-          const run: { name: string; replica: string; finished?: boolean } = {
-            name: name ?? "",
-            replica: identity,
-          };
-          runs.push(run);
-          await sleep(1_000); // not cut by the release: well within settings.queueing.exitTimeout
-          run.finished = true;
-        });
-      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const runs: SlowRun[] = [];
+    const start = (identity: string) => slowReplica(runs, namespace, identity);
     const ops = [await start("ia")];
     try {
       await balanced(client, namespace, 1);
@@ -273,17 +264,7 @@ Deno.test(
       await eventually(() => runs.length === names.length, 30_000, "all handlers started");
       ops.push(await start("ib")); // ia releases half of its shards while the handlers run
       await balanced(client, namespace, 2);
-      await eventually(
-        async () => {
-          const { items } = await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace });
-          const done = items.filter((o) =>
-            (o.metadata?.annotations ?? {})["kopf.zalando.org/last-handled-configuration"]
-          );
-          return done.length === names.length;
-        },
-        30_000,
-        "every object handled and persisted",
-      );
+      await allPersisted(client, namespace, names.length);
       await sleep(1_000);
       assert.deepEqual(
         runs.filter((r) => r.replica === "ib").map((r) => r.name),
@@ -303,19 +284,8 @@ Deno.test(
   async () => {
     const { client, namespace } = await setup("shard-stop");
     using _ = client;
-    const runs: Array<{ name: string; replica: string; finished?: boolean }> = [];
-    const start = (identity: string) =>
-      startOperator((registry: OperatorRegistry) => {
-        on.create("kopfexamples", { registry }, async function slow_fn({ name }) {
-          const run: { name: string; replica: string; finished?: boolean } = {
-            name: name ?? "",
-            replica: identity,
-          };
-          runs.push(run);
-          await sleep(1_000); // well within settings.queueing.exitTimeout
-          run.finished = true;
-        });
-      }, { namespaces: [namespace], settings: settings(namespace, identity) });
+    const runs: SlowRun[] = [];
+    const start = (identity: string) => slowReplica(runs, namespace, identity);
     const ops = [await start("sa"), await start("sb")];
     try {
       await balanced(client, namespace, 2);
@@ -325,17 +295,7 @@ Deno.test(
       const leaving = runs.filter((r) => r.replica === "sb").map((r) => r.name);
       await ops[1]!.stop(); // while its handlers run
       await balanced(client, namespace, 1);
-      await eventually(
-        async () => {
-          const { items } = await client.api.list<KubeObject>(KOPFEXAMPLES, { namespace });
-          const done = items.filter((o) =>
-            (o.metadata?.annotations ?? {})["kopf.zalando.org/last-handled-configuration"]
-          );
-          return done.length === names.length;
-        },
-        30_000,
-        "every object handled and persisted",
-      );
+      await allPersisted(client, namespace, names.length);
       await sleep(1_000);
       assert.deepEqual(
         runs.filter((r) => r.replica === "sa" && leaving.includes(r.name)).map((r) => r.name),
