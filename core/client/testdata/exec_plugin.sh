@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fake exec credential plugin for config_test.ts.
+# A fake exec credential plugin for config_credentials_test.ts.
 #
 # Counts its runs in $TEST_PLUGIN_STATE/count (so tests can tell a cached token from a re-run),
 # saves KUBERNETES_EXEC_INFO and its arguments there, and prints an ExecCredential of the
