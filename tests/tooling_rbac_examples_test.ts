@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from "yaml";
+import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { main } from "../core/cli/main.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import type { KubeClient } from "../core/client/client.ts";
@@ -18,6 +18,7 @@ import { ApiError } from "../core/client/errors.ts";
 import { NAMESPACED_PEERINGS } from "../core/engines/coordination/peering.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import { deleteNamespace, sharedControlPlane } from "../testing/control_plane.ts";
+import { serviceAccountKubeconfig } from "./_deploy.ts";
 import { PODS } from "./_examples.ts";
 import { spawnDeno, type SpawnedOperator, spawnOperator } from "./_operator.ts";
 import {
@@ -370,40 +371,6 @@ async function apply(client: KubeClient, docs: readonly KubeObject[]): Promise<v
   }
 }
 
-/** A kubeconfig with a fresh token of the ServiceAccount (TokenRequest API). */
-async function tokenKubeconfig(
-  client: KubeClient,
-  namespace: string,
-  account: string,
-  path: string,
-): Promise<void> {
-  const request = await client.http.json<{ status?: { token?: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`,
-    body: {
-      apiVersion: "authentication.k8s.io/v1",
-      kind: "TokenRequest",
-      spec: { expirationSeconds: 3600 },
-    },
-  });
-  const token = request.status?.token ?? assert.fail("TokenRequest returned no token");
-  const admin = parseYaml(await Deno.readTextFile(await kubeconfigPath())) as {
-    clusters: Array<{ name: string; cluster: unknown }>;
-  };
-  const cluster = admin.clusters[0]!;
-  await Deno.writeTextFile(
-    path,
-    stringifyYaml({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [cluster],
-      users: [{ name: account, user: { token } }],
-      contexts: [{ name: account, context: { cluster: cluster.name, user: account, namespace } }],
-      "current-context": account,
-    }),
-  );
-}
-
 /** Lines that show a permission problem (the timestamp left out: its digits may read 403). */
 function permissionErrors(lines: readonly string[]): string[] {
   // Numbers inside JSON bodies (e.g. `"resourceVersion":"403"`) are not status codes either,
@@ -451,7 +418,7 @@ async function prove(client: KubeClient, p: Prepared, dir: string): Promise<void
     `${test.example}: --verify`,
   );
   const kubeconfig = `${dir}/${namespace}.kubeconfig`;
-  await tokenKubeconfig(client, namespace, name, kubeconfig);
+  await serviceAccountKubeconfig(client, namespace, name, kubeconfig);
   if (test.example === "06-peering") {
     await client.api.create(NAMESPACED_PEERINGS, {
       apiVersion: "kopf.dev/v1",
