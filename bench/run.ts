@@ -41,6 +41,7 @@ import {
 } from "./lib/contenders.ts";
 import { Api } from "./lib/kube.ts";
 import { findProcesses, loadAverage } from "./lib/procs.ts";
+import { mergeResults } from "./lib/merge.ts";
 import { type BenchResults, type ContenderRun, renderMarkdown } from "./lib/report.ts";
 import { runScenarios } from "./lib/scenarios.ts";
 import { ContenderSession } from "./lib/session.ts";
@@ -55,6 +56,8 @@ async function main(): Promise<number> {
       full: { type: "boolean" },
       huge: { type: "boolean" },
       reps: { type: "string" },
+      "first-rep": { type: "string" },
+      merge: { type: "string" },
       only: { type: "string" },
       variants: { type: "string" },
       scenarios: { type: "string" },
@@ -73,6 +76,10 @@ async function main(): Promise<number> {
         "         [--variants status,plain]\n" +
         `         [--scenarios ${SCENARIO_GROUPS}]\n` +
         "         [--set KEY=NUMBER]... [--keep] [--report FILE] [--charts FILE]\n" +
+        "         [--first-rep N]    number this run's repetitions from N (the contenders'\n" +
+        "                            order rotates on), to be merged with earlier runs\n" +
+        "         [--merge A.json,B.json,...]  one report (medians, spreads) of runs of one\n" +
+        "                            configuration made at different times\n" +
         `Keys for --set: ${Object.keys(QUICK).filter((k) => k !== "variant").join(", ")}`,
     );
     return 0;
@@ -80,6 +87,33 @@ async function main(): Promise<number> {
   if (values.report) {
     const results = JSON.parse(await Deno.readTextFile(values.report)) as BenchResults;
     console.log(renderMarkdown(results));
+    return 0;
+  }
+  if (values.merge) {
+    const names = values.merge.split(",").map((s) => s.trim()).filter(Boolean);
+    const sources = [];
+    for (const name of names) {
+      sources.push({ name, results: JSON.parse(await Deno.readTextFile(name)) as BenchResults });
+    }
+    let merged: BenchResults;
+    try {
+      merged = mergeResults(
+        sources.map((s) => ({ name: s.name.replace(/^.*\//, ""), results: s.results })),
+      );
+    } catch (error) {
+      console.error(`error: ${error instanceof Error ? error.message : error}`);
+      return 2;
+    }
+    const base = `${RESULTS}/${stampOf(new Date(merged.startedAt))}-${
+      merged.config["variant"]
+    }-merged`;
+    await Deno.writeTextFile(`${base}.json`, JSON.stringify(merged) + "\n");
+    const markdown = renderMarkdown(merged);
+    await Deno.writeTextFile(`${base}.md`, markdown);
+    const { writeCharts } = await import("./lib/bench_charts.ts");
+    for (const path of await writeCharts(merged, base)) log(`chart: ${path}`);
+    console.log(markdown);
+    log(`results: ${base}.json`);
     return 0;
   }
   if (values.charts) {
@@ -100,6 +134,11 @@ async function main(): Promise<number> {
       return 2;
     }
     overrides[key] = Number(value);
+  }
+  const firstRep = Number(values["first-rep"] ?? 1);
+  if (!Number.isInteger(firstRep) || firstRep < 1) {
+    console.error(`error: --first-rep ${values["first-rep"]}: expected a whole number from 1`);
+    return 2;
   }
   const config: Config = {
     ...(values.huge ? HUGE : values.full ? FULL : QUICK),
@@ -257,7 +296,7 @@ async function main(): Promise<number> {
       log(`note: ${foreignPlanes} other kube-apiserver(s) running on this machine: expect noise`);
     }
 
-    for (let rep = 1; rep <= config.reps; rep++) {
+    for (let rep = firstRep; rep < firstRep + config.reps; rep++) {
       for (const variant of variants) {
         // Rotate the order between repetitions so that no contender always goes first.
         const here = list.filter((c) => !c.variants || c.variants.includes(variant.id));
@@ -328,10 +367,10 @@ async function main(): Promise<number> {
       runs,
     };
     await Deno.mkdir(RESULTS, { recursive: true });
-    const stamp = started.toISOString().replace(/[:.]/g, "-").replace(/-\d\d\dZ$/, "Z");
+    const stamp = stampOf(started);
     // Runs with --only, --variants, --scenarios or --set are diagnostics: kept beside the others, not as
     // latest.md.
-    const custom = Boolean(only) || Boolean(wanted) || Boolean(groups) ||
+    const custom = Boolean(only) || Boolean(wanted) || Boolean(groups) || firstRep > 1 ||
       Object.keys(overrides).length > 0;
     const base = `${RESULTS}/${stamp}-${config.variant}${custom ? "-custom" : ""}`;
     const jsonPath = `${base}.json`;
@@ -353,6 +392,11 @@ async function main(): Promise<number> {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
   }
+}
+
+/** A result file's time stamp: `2026-11-28T09-30-00Z`. */
+function stampOf(time: Date): string {
+  return time.toISOString().replace(/[:.]/g, "-").replace(/-\d\d\dZ$/, "Z");
 }
 
 /** Builds (or finds in the cache) one peer with tools/bench-peers.sh; undefined if it cannot. */

@@ -70,10 +70,12 @@ export async function writeCharts(results: BenchResults, base: string): Promise<
     );
   }
 
-  // RSS over the session of repetition 1 (every scenario, idle included).
+  // RSS over the session of the first repetition (every scenario, idle included).
   const rss: Row[] = [];
   for (const variant of variants) {
-    for (const run of runsOf(results, variant.id).filter((r) => r.rep === 1)) {
+    const runs = runsOf(results, variant.id);
+    const firstRep = Math.min(...runs.map((r) => r.rep));
+    for (const run of runs.filter((r) => r.rep === firstRep)) {
       for (const [ms, mib] of downsample(run.rss ?? [], 300)) {
         rss.push({
           panel: SHORT[variant.id] ?? variant.id,

@@ -49,6 +49,8 @@ export interface BenchResults {
   /** The CRD variants run, headline first (results before variants existed: none). */
   readonly variants?: readonly { id: string; label: string }[];
   readonly runs: readonly ContenderRun[];
+  /** The result files this one merges (`bench/run.ts --merge`), each with its repetitions. */
+  readonly mergedFrom?: readonly string[];
 }
 
 /** The CRD variants of a result file, headline first. */
@@ -328,8 +330,12 @@ export function renderMarkdown(results: BenchResults): string {
         ? ` (ratios: of the medians, and in parentheses the lowest and highest ratio within ` +
           `one repetition)`
         : "") +
-      `. One control plane for all contenders; ` +
-      `requests counted from the API server's audit log.`,
+      `. One control plane for all contenders` +
+      (results.mergedFrom
+        ? ` of a repetition (merged from ${results.mergedFrom.length} runs: ` +
+          `${results.mergedFrom.join("; ")})`
+        : "") +
+      `; requests counted from the API server's audit log.`,
   );
   lines.push("");
   const m = results.machine, v = results.versions;
