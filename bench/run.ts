@@ -11,10 +11,14 @@
  *   deno run -A bench/run.ts --only kopf-ts,raw-floor --variants status
  *   deno run -A bench/run.ts --huge --scenarios backlog,finalizers   # only those namespaces
  *   deno run -A bench/run.ts --report bench/results/<file>.json   # re-render a table
+ *   deno run -A bench/run.ts --full --reps 1 --first-rep 2   # a later repetition, then:
+ *   deno run -A bench/run.ts --merge bench/results/<a>.json,bench/results/<b>.json
  *
  * The pieces: `lib/config.ts` (sizes, CRD variants), `lib/contenders.ts` (who runs, their
  * processes), `lib/session.ts` (measuring one scenario), `lib/scenarios.ts` (the scenarios),
- * `lib/setup.ts` (CRDs, warm-up), `lib/report.ts` (the table), `lib/charts.ts` (the SVGs).
+ * `lib/setup.ts` (CRDs, warm-up), `lib/results.ts` (the result file), `lib/figures.ts` (its
+ * figures, medians, ratios), `lib/report.ts` (the table), `lib/report_aims.ts` (the aims'
+ * verdicts), `lib/merge.ts` (repetitions of several runs as one), `lib/charts.ts` (the SVGs).
  * Timings here are measurements, not assertions.
  * @module
  */
@@ -42,7 +46,8 @@ import {
 import { Api } from "./lib/kube.ts";
 import { findProcesses, loadAverage } from "./lib/procs.ts";
 import { mergeResults } from "./lib/merge.ts";
-import { type BenchResults, type ContenderRun, renderMarkdown } from "./lib/report.ts";
+import { renderMarkdown } from "./lib/report.ts";
+import type { BenchResults, ContenderRun } from "./lib/results.ts";
 import { runScenarios } from "./lib/scenarios.ts";
 import { ContenderSession } from "./lib/session.ts";
 import { applyCrd, machineInfo, waitForCrd, warmUp } from "./lib/setup.ts";

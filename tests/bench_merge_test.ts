@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { mergeResults } from "../bench/lib/merge.ts";
-import { type BenchResults, type ContenderRun, renderMarkdown } from "../bench/lib/report.ts";
+import { renderMarkdown } from "../bench/lib/report.ts";
+import type { BenchResults, ContenderRun } from "../bench/lib/results.ts";
 
 const CONFIG = {
   variant: "quick",

@@ -11,7 +11,7 @@ import {
   type Row,
   toSvg,
 } from "./charts.ts";
-import { type BenchResults, runsOf, variantsOf } from "./report.ts";
+import { type BenchResults, runsOf, variantsOf } from "./results.ts";
 
 const SHORT: Record<string, string> = { status: "status subresource", plain: "no subresource" };
 

@@ -10,7 +10,7 @@
  * merged report names each file's commit.
  * @module
  */
-import type { BenchResults, ContenderRun } from "./report.ts";
+import type { BenchResults, ContenderRun } from "./results.ts";
 
 /** One result file to merge: its name (for messages and the report) and its contents. */
 export interface MergeSource {

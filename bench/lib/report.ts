@@ -1,89 +1,27 @@
 /**
- * The benchmark's result types and its Markdown report: absolute figures per contender (medians
+ * The benchmark's Markdown report: absolute figures per contender (medians
  * over the repetitions), the ratios this framework ÷ Kopf, ÷ raw floor and ÷ each peer
  * (controller-runtime, client-node; in the same persistence mode where the peer ran in it), the
  * requests by verb, machine details, versions, and the issue's aims checked against the numbers.
  * @module
  */
 import type { RequestSummary } from "./audit.ts";
+import { aims, peerAims } from "./report_aims.ts";
+import {
+  type Better,
+  fmt,
+  peerOf,
+  PEERS,
+  PY,
+  ratio,
+  RAW,
+  repValues,
+  type Row,
+  TS,
+  valueOf,
+} from "./figures.ts";
+import { type BenchResults, runsOf, variantsOf } from "./results.ts";
 import { median } from "./stats.ts";
-
-/** One scenario of one contender in one repetition. */
-export interface PhaseResult {
-  readonly name: string;
-  readonly startedAt: number;
-  readonly completedAt: number;
-  /** End of the measurement window (after the operator settled). */
-  readonly windowEnd: number;
-  /** Whether the scenario's condition was met before its timeout. */
-  readonly complete: boolean;
-  readonly metrics: Record<string, number>;
-  readonly requests: RequestSummary;
-  readonly handlerRuns: Record<string, number>;
-  /** Whether `peakRssMiB` is the peak within this scenario (else since the process started). */
-  readonly peakIsSincePhaseStart: boolean;
-  /** Raw samples for the charts (e.g. `latency`: ms per object). */
-  readonly samples?: Record<string, number[]>;
-}
-
-/** All scenarios of one contender in one repetition. */
-export interface ContenderRun {
-  readonly contender: string;
-  /** The CRD variant (`status`, `plain`); results before variants existed: `plain`. */
-  readonly variant?: string;
-  readonly rep: number;
-  /** The operator's RSS over the session: `[ms since the session started, MiB]`. */
-  readonly rss?: Array<[number, number]>;
-  readonly phases: Record<string, PhaseResult>;
-  readonly error?: string | undefined;
-}
-
-/** The whole result file. */
-export interface BenchResults {
-  readonly startedAt: string;
-  readonly finishedAt: string;
-  readonly config: Record<string, unknown>;
-  readonly machine: Record<string, string | number>;
-  readonly versions: Record<string, string>;
-  readonly contenders: readonly { id: string; label: string; userAgent: string }[];
-  /** The CRD variants run, headline first (results before variants existed: none). */
-  readonly variants?: readonly { id: string; label: string }[];
-  readonly runs: readonly ContenderRun[];
-  /** The result files this one merges (`bench/run.ts --merge`), each with its repetitions. */
-  readonly mergedFrom?: readonly string[];
-}
-
-/** The CRD variants of a result file, headline first. */
-export function variantsOf(results: BenchResults): readonly { id: string; label: string }[] {
-  return results.variants ?? [{ id: "plain", label: "CRD without a status subresource" }];
-}
-
-/** The runs of one variant. */
-export function runsOf(results: BenchResults, variant: string): ContenderRun[] {
-  return results.runs.filter((r) => (r.variant ?? "plain") === variant);
-}
-
-type Better = "lower" | "higher" | "";
-
-interface Row {
-  readonly scenario: string;
-  readonly metric: string;
-  readonly phase: string;
-  /** A metric key, or a function of the phase's metrics. */
-  readonly value: string | ((m: Record<string, number>) => number);
-  readonly digits: number;
-  readonly better: Better;
-}
-
-const TS = "kopf-ts", PY = "kopf-py", RAW = "raw-floor";
-/** The peers, with their column headings: each compared in the same persistence mode. */
-const PEERS = [["controller-runtime", "Go"], ["client-node", "client-node"]] as const;
-
-/** The run of a peer to compare one of ours with: `-status` with `-status` if it ran. */
-function peerOf(ours: string, peer: string, ids: readonly string[]): string | undefined {
-  const same = ours.endsWith("-status") ? `${peer}-status` : peer;
-  return ids.includes(same) ? same : ids.includes(peer) ? peer : undefined;
-}
 
 function rows(config: Record<string, unknown>): Row[] {
   const n = config["createCount"], rate = config["steadyRate"], secs = config["steadySeconds"];
@@ -199,48 +137,6 @@ function rows(config: Record<string, unknown>): Row[] {
   ];
 }
 
-/** A row's value in each repetition of the contender, by repetition. */
-function repValues(
-  results: BenchResults,
-  variant: string,
-  contender: string,
-  row: Row,
-): Map<number, number> {
-  const values = new Map<number, number>();
-  for (const run of runsOf(results, variant)) {
-    if (run.contender !== contender) continue;
-    const phase = run.phases[row.phase];
-    if (!phase) continue;
-    const m = phase.metrics;
-    const v = typeof row.value === "string"
-      ? (m[row.value] ?? (row.value.startsWith("runs.") ? 0 : NaN))
-      : row.value(m);
-    values.set(run.rep, v);
-  }
-  return values;
-}
-
-/** The median of one metric of a contender's phase in a variant (for the aims' checks). */
-function metricOf(
-  results: BenchResults,
-  variant: string,
-): (id: string, phase: string, key: Row["value"]) => number {
-  return (id, phase, key) =>
-    valueOf(results, variant, id, {
-      scenario: "",
-      metric: "",
-      phase,
-      value: key,
-      digits: 0,
-      better: "",
-    });
-}
-
-/** The median of a row's value over the contender's repetitions (NaN if never measured). */
-function valueOf(results: BenchResults, variant: string, contender: string, row: Row): number {
-  return median([...repValues(results, variant, contender, row).values()]);
-}
-
 /**
  * The ratio of two contenders' medians; with several repetitions also the spread of the ratio
  * within one repetition (each repetition's ratio: the contenders ran one after the other then),
@@ -274,21 +170,6 @@ function incomplete(
   return runsOf(results, variant).some((r) =>
     r.contender === contender && r.phases[phase] !== undefined && !r.phases[phase]!.complete
   );
-}
-
-function fmt(value: number, digits: number): string {
-  if (!Number.isFinite(value)) return "—";
-  return value.toLocaleString("en-US", {
-    minimumFractionDigits: digits,
-    maximumFractionDigits: digits,
-  });
-}
-
-function ratio(a: number, b: number): string {
-  if (!Number.isFinite(a) || !Number.isFinite(b)) return "—";
-  if (b === 0) return a === 0 ? "=" : "—";
-  const r = a / b;
-  return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
 }
 
 function verbs(summary: RequestSummary | undefined): string {
@@ -452,163 +333,4 @@ export function renderMarkdown(results: BenchResults): string {
 
 function arrow(better: Better): string {
   return better === "lower" ? " ↓" : better === "higher" ? " ↑" : "";
-}
-
-function aims(results: BenchResults, label: (id: string) => string): string[] {
-  const config = results.config;
-  const out: string[] = ["## Aims of issue #12", ""];
-  const verdict = (value: number, ok: (v: number) => boolean) =>
-    !Number.isFinite(value) ? "not measured" : ok(value) ? "**met**" : "**not met**";
-  const perObject = (m: Record<string, number>) => m["writes"]! / m["objects"]!;
-  const cpuPerObject = (m: Record<string, number>) => m["cpuS"]! / m["objects"]!;
-  for (const variant of variantsOf(results)) {
-    const get = metricOf(results, variant.id);
-    const ours = results.contenders.map((c) => c.id).filter((id) =>
-      id.startsWith(TS) && runsOf(results, variant.id).some((r) => r.contender === id)
-    );
-    if (!ours.length) continue;
-    out.push(`${variant.label}:`);
-    out.push("");
-    for (const id of ours) {
-      const who = label(id);
-      const writes = get(id, "create", perObject);
-      out.push(
-        `- ${who}: writes per handled create: ${fmt(writes, 2)} (Kopf ` +
-          `${fmt(get(PY, "create", perObject), 2)}, raw floor ${
-            fmt(get(RAW, "create", perObject), 2)
-          }).`,
-      );
-      const closures = get(id, "create", "watches") +
-        get(id, "backlog", (m) => Math.max(0, m["watches"]! - 1));
-      out.push(
-        `- ${who}: watch closures in the create burst (${config["createCount"]}) and the ` +
-          `backlog: ${fmt(closures, 0)} — ${verdict(closures, (x) => x === 0)}.`,
-      );
-      const peak = Math.max(get(id, "create", "peakRssMiB"), get(id, "backlog", "peakRssMiB"));
-      const kopfPeak = Math.max(get(PY, "create", "peakRssMiB"), get(PY, "backlog", "peakRssMiB"));
-      out.push(
-        `- ${who}: peak RSS in the create burst and backlog ≤ 0.8× Kopf's: ` +
-          `${ratio(peak, kopfPeak)} (${fmt(peak, 0)} vs ${fmt(kopfPeak, 0)} MiB) — ` +
-          `${verdict(peak / kopfPeak, (x) => x <= 0.8)}.`,
-      );
-      const idle = get(id, "idle", "idleRssMiB"), kopfIdle = get(PY, "idle", "idleRssMiB");
-      out.push(
-        `- ${who}: idle RSS over ${fmt(get(id, "idle", "objects"), 0)} handled objects ≤ 0.3× ` +
-          `Kopf's: ${ratio(idle, kopfIdle)} (${fmt(idle, 0)} vs ${fmt(kopfIdle, 0)} MiB) — ` +
-          `${verdict(idle / kopfIdle, (x) => x <= 0.3)}.`,
-      );
-      const cpu = get(id, "backlog", cpuPerObject), rawCpu = get(RAW, "backlog", cpuPerObject);
-      out.push(
-        `- ${who}: CPU per object in the backlog ≤ 1.3× the raw floor: ${ratio(cpu, rawCpu)} — ` +
-          `${verdict(cpu / rawCpu, (x) => x <= 1.3)}.`,
-      );
-      const tput = get(id, "backlog", "throughput"), rawTput = get(RAW, "backlog", "throughput");
-      out.push(
-        `- ${who}: backlog throughput ≥ 0.9× the raw floor: ${ratio(tput, rawTput)} — ` +
-          `${verdict(tput / rawTput, (x) => x >= 0.9)} (Kopf: ${
-            ratio(get(PY, "backlog", "throughput"), rawTput)
-          } the floor).`,
-      );
-    }
-    out.push("");
-  }
-  return out;
-}
-
-/**
- * The aims of issue 31 against controller-runtime (same persistence mode) and the raw floor,
- * per CRD variant and kopf-ts contender: only those this run measured.
- */
-function peerAims(results: BenchResults, label: (id: string) => string): string[] {
-  const GO = "controller-runtime";
-  const size = Number(results.config["createCount"]);
-  const out: string[] = [`## Aims of issue 31 (against controller-runtime and the floor)`, ""];
-  const mark = (ok: boolean | undefined) =>
-    ok === undefined ? "not measured" : ok ? "**met**" : "**not met**";
-  let any = false;
-  for (const variant of variantsOf(results)) {
-    const runs = runsOf(results, variant.id);
-    const ids = results.contenders.map((c) => c.id).filter((id) =>
-      runs.some((r) => r.contender === id)
-    );
-    const get = metricOf(results, variant.id);
-    for (const id of ids.filter((i) => i.startsWith(TS))) {
-      const go = peerOf(id, GO, ids);
-      if (!go) continue;
-      any = true;
-      out.push(`${variant.label}, ${label(id)} vs ${label(go)}:`);
-      out.push("");
-      const line = (
-        aim: string,
-        pairs: Array<[string, number, number]>,
-        ok: (r: number) => boolean,
-      ) => {
-        const measured = pairs.filter(([, a, b]) => Number.isFinite(a) && Number.isFinite(b) && b);
-        if (!measured.length) return;
-        const all = measured.every(([, a, b]) => ok(a / b));
-        out.push(
-          `- ${aim}: ${measured.map(([what, a, b]) => `${what} ${ratio(a, b)}`).join(", ")} — ${
-            mark(all)
-          }.`,
-        );
-      };
-      const peakCap = size >= 10_000 ? 0.8 : 1.2;
-      line(
-        `peak RSS ≤ ${peakCap}× Go's`,
-        ["create", "backlog", "restart"].map((
-          p,
-        ) => [p, get(id, p, "peakRssMiB"), get(go, p, "peakRssMiB")]),
-        (r) => r <= peakCap,
-      );
-      line("idle RSS ≤ 0.5× Go's", [[
-        "idle",
-        get(id, "idle", "idleRssMiB"),
-        get(go, "idle", "idleRssMiB"),
-      ]], (r) => r <= 0.5);
-      line(
-        "throughput ≥ 1.1× Go's",
-        ["create", "backlog"].map((p) => [p, get(id, p, "throughput"), get(go, p, "throughput")]),
-        (r) => r >= 1.1,
-      );
-      const cpuPhases = ["create", "steady", "steady-fast", "updates", "restart", "backlog"];
-      line(
-        "operator CPU ≤ 0.5× Go's",
-        cpuPhases.map((p) => [p, get(id, p, "cpuS"), get(go, p, "cpuS")]),
-        (r) => r <= 0.5,
-      );
-      if (ids.includes(RAW)) {
-        line(
-          "backlog throughput ≥ 0.9× the floor's",
-          [["backlog", get(id, "backlog", "throughput"), get(RAW, "backlog", "throughput")]],
-          (r) => r >= 0.9,
-        );
-        line(
-          "operator CPU ≤ 1.3× the floor's",
-          cpuPhases.map((p) => [p, get(id, p, "cpuS"), get(RAW, p, "cpuS")]),
-          (r) => r <= 1.3,
-        );
-      }
-      for (const phase of ["steady", "steady-fast"]) {
-        const p99 = get(id, phase, "latency.p99");
-        line(
-          `${
-            phase === "steady" ? results.config["steadyRate"] : results.config["steadyFastRate"]
-          }/s: p99 ≤ Go's`,
-          [["p99", p99, get(go, phase, "latency.p99")]],
-          (r) => r <= 1,
-        );
-        if (ids.includes(RAW)) {
-          line(
-            `${
-              phase === "steady" ? results.config["steadyRate"] : results.config["steadyFastRate"]
-            }/s: p99 ≤ 2× the floor's`,
-            [["p99", p99, get(RAW, phase, "latency.p99")]],
-            (r) => r <= 2,
-          );
-        }
-      }
-      out.push("");
-    }
-  }
-  return any ? out : [];
 }

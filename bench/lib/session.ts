@@ -17,7 +17,7 @@ import {
   memoryMiB,
   resetPeak,
 } from "./procs.ts";
-import type { PhaseResult } from "./report.ts";
+import type { PhaseResult } from "./results.ts";
 import { latencySummary } from "./stats.ts";
 
 /** What a session needs from the run. */
