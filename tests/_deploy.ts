@@ -341,12 +341,6 @@ export async function setup(prefix: string) {
   };
 }
 
-/** Lines that show a permission problem. */
-export function permissionErrors(lines: readonly string[]): string[] {
-  // The timestamp is left out: its milliseconds can read "403" too.
-  return lines.filter((line) => /\b403\b|forbidden/i.test(line.replace(/^\[[^\]]*\]/, "")));
-}
-
 /** Creates a KopfExample in the namespace. */
 export async function createObject(client: KubeClient, namespace: string, name: string) {
   await client.api.create(KOPFEXAMPLES, {

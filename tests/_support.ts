@@ -317,6 +317,21 @@ export function captureLines(
 }
 
 /**
+ * The lines of an operator's log that show a permission problem: an HTTP 403, the API server's
+ * "… is forbidden", the framework's "Permission missing". The timestamp in brackets at a line's
+ * start is left out (its milliseconds can read 403), and so are numbers quoted, in a path or
+ * after a colon (`"resourceVersion":"403"`, a stack frame's `processing.ts:403:11`): those are
+ * not status codes (a refused request's JSON body says "Forbidden" as well).
+ */
+export function permissionErrors(lines: readonly string[]): string[] {
+  return lines.filter((line) =>
+    /(?<!["/:])\b403\b(?!["/:])|forbidden|Permission missing/i.test(
+      line.replace(/^\[[^\]]*\]/, ""),
+    )
+  );
+}
+
+/**
  * Stops a spawned process: SIGTERM, then SIGKILL if it has not exited after `graceMs`.
  * @param child The process.
  * @param exited Its exit code, resolved once its output was read (see {@link captureLines}).

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readShardStatus } from "../core/engines/coordination/sharding.ts";
 import { spawnOperator } from "./_operator.ts";
-import { eventually } from "./_support.ts";
+import { eventually, permissionErrors } from "./_support.ts";
 import {
   apply,
   awaitAccess,
@@ -16,7 +16,6 @@ import {
   deleteClusterScoped,
   manifests,
   opts,
-  permissionErrors,
   rbacFor,
   serviceAccountKubeconfig,
   setup,

@@ -16,7 +16,7 @@
 import assert from "node:assert/strict";
 import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/coordination/peering.ts";
 import { EVENTS, PODS, waitFor } from "./_examples.ts";
-import { eventually, KOPFEXAMPLES } from "./_support.ts";
+import { eventually, KOPFEXAMPLES, permissionErrors } from "./_support.ts";
 import {
   type Access,
   apply,
@@ -27,7 +27,6 @@ import {
   deployment,
   manifests,
   opts,
-  permissionErrors,
   rbacFor,
   type Rule,
   runAsPod,

@@ -26,6 +26,7 @@ import {
   eventually,
   KOPFEXAMPLES,
   kubeconfigPath,
+  permissionErrors,
   sleep,
   tempDir,
   testClient,
@@ -369,15 +370,6 @@ async function apply(client: KubeClient, docs: readonly KubeObject[]): Promise<v
       await client.api.replace(resource, doc.metadata!.name!, doc, { namespace });
     }
   }
-}
-
-/** Lines that show a permission problem (the timestamp left out: its digits may read 403). */
-function permissionErrors(lines: readonly string[]): string[] {
-  // Numbers inside JSON bodies (e.g. `"resourceVersion":"403"`) are not status codes either,
-  // nor line and column numbers in stack traces (`processing.ts:403:11`).
-  return lines.filter((line) =>
-    /(?<!["/:])\b403\b(?!["/:])|forbidden/i.test(line.replace(/^\[[^\]]*\]/, ""))
-  );
 }
 
 interface Prepared {
