@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { on } from "../core/api/on.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
-import { createSettings, type OperatorSettings } from "../core/settings/settings.ts";
 import {
   applyCrds,
   eventually,
@@ -19,18 +18,9 @@ import {
   testNamespace,
 } from "./_support.ts";
 import { type InProcessOperator, startOperator } from "./_operator.ts";
+import { fast } from "./_behaviour.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-function fast(tweak: (settings: OperatorSettings) => void = () => {}): OperatorSettings {
-  const settings = createSettings({
-    posting: { aggregationWindow: 0.2 },
-    process: { gracePeriod: 1 },
-    queueing: { exitTimeout: 1 },
-  });
-  tweak(settings);
-  return settings;
-}
 
 /** Kopf's progress records on an object: its annotations (but the diff-base) and status. */
 function progressRecords(body: KubeObject): string[] {
