@@ -98,7 +98,12 @@ async function main(): Promise<number> {
     const names = values.merge.split(",").map((s) => s.trim()).filter(Boolean);
     const sources = [];
     for (const name of names) {
-      sources.push({ name, results: JSON.parse(await Deno.readTextFile(name)) as BenchResults });
+      try {
+        sources.push({ name, results: JSON.parse(await Deno.readTextFile(name)) as BenchResults });
+      } catch (error) {
+        console.error(`error: --merge ${name}: not a readable result file (${error})`);
+        return 2;
+      }
     }
     let merged: BenchResults;
     try {

@@ -292,13 +292,16 @@ export function renderMarkdown(results: BenchResults): string {
       lines.push(`| ${scenario} | ${row.metric}${arrow(row.better)} | ${cells.join(" | ")} |`);
     }
     lines.push("");
-    lines.push(`### Requests by verb and resource, ${variant.label} (repetition 1)`);
+    const firstRep = Math.min(...runs.map((r) => r.rep));
+    lines.push(
+      `### Requests by verb and resource, ${variant.label} (repetition ${firstRep})`,
+    );
     lines.push("");
     lines.push(`| Scenario | ${ids.map(label).join(" | ")} |`);
     lines.push(`| --- |${ids.map(() => " --- ").join("|")}|`);
     for (const phase of PHASES) {
       const cells = ids.map((id) => {
-        const run = runs.find((r) => r.contender === id && r.rep === 1);
+        const run = runs.find((r) => r.contender === id && r.rep === firstRep);
         return verbs(run?.phases[phase]?.requests);
       });
       if (cells.every((c) => c === "—")) continue;
