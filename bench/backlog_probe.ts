@@ -130,6 +130,9 @@ for (let rep = 0; rep < reps; rep++) {
         cwd: ROOT,
         env: {
           KUBECONFIG: plane.kubeconfigPath,
+          // A copy of `deno` of its own, as in bench/lib/session.ts (PROBE_SHARED_DENO:1: the
+          // harness's own executable, whose pages the operator cannot page out).
+          ...(variant.env["PROBE_SHARED_DENO"] ? {} : { KOPF_TS_DENO_PRIVATE: "bench-operator" }),
           BENCH_PLURAL: crd.resource.plural,
           ...(crd.statusSubresource ? { BENCH_STATUS_SUBRESOURCE: "1" } : {}),
           ...variant.env,

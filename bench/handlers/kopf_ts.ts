@@ -76,6 +76,14 @@ if (burstGc !== undefined) {
   });
 }
 
+// `BENCH_PAGE_OUT=S`: `settings.process.pageOutDelay` (`off`: never; `kopf run` sets 0.5).
+const pageOut = Deno.env.get("BENCH_PAGE_OUT");
+if (pageOut !== undefined) {
+  on.startup(function page_out({ settings }) {
+    settings.process.pageOutDelay = pageOut === "off" ? null : Number(pageOut);
+  });
+}
+
 // `BENCH_IDLE_TIMEOUT=S`: `settings.queueing.idleTimeout` (seconds an idle worker waits).
 const idleTimeout = Deno.env.get("BENCH_IDLE_TIMEOUT");
 if (idleTimeout !== undefined) {

@@ -89,6 +89,10 @@ export class ContenderSession {
       BENCH_PLURAL: variant.resource.plural,
       BENCH_STATUS_SUBRESOURCE: variant.statusSubresource ? "1" : "0",
       NO_COLOR: "1",
+      // The Deno operators (kopf-ts, the floor) run a copy of `deno` of their own, as an
+      // operator's binary in its container is: the harness runs on `deno`, and pages another
+      // process maps cannot be paged out (settings.process.pageOutDelay). Read by tools/deno.sh.
+      KOPF_TS_DENO_PRIVATE: "bench-operator",
       ...contender.env,
     };
     const logPath = `${work}/${this.tag}-${tag}.log`;

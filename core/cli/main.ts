@@ -15,7 +15,7 @@ import { LoginError } from "../client/vault.ts";
 import { ActivityError } from "../engines/runners/activities.ts";
 import { endpointUrl } from "../engines/observability/probing.ts";
 import { operator, OperatorStartError } from "../reactor/lifetime/running.ts";
-import { createSettings } from "../settings/settings.ts";
+import { createSettings, PAGE_OUT_DELAY_S } from "../settings/settings.ts";
 import { argsErrorMessage } from "./args.ts";
 import { armUltimateExit } from "../api/embedding.ts";
 import { loadModule } from "./loading.ts";
@@ -288,6 +288,9 @@ export async function main(args: readonly string[], options: MainOptions = {}): 
 
   const controller = new AbortController();
   const settings = createSettings();
+  // The process is the operator's: once started, its executable's start-up pages go back
+  // (settings.process.pageOutDelay; a startup handler may change it).
+  settings.process.pageOutDelay = PAGE_OUT_DELAY_S;
   // As in Kopf, where --quiet keeps info messages from ever reaching the Events poster.
   if (o.quiet) settings.posting.level = "warning";
   const scaling = applyScalingOptions(o, settings);

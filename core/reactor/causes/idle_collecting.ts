@@ -7,20 +7,24 @@
  * Within a long burst (a backlog), one full collection every `settings.process.burstGcCycles`
  * cycles: V8 lets its heap fill with the burst's garbage between its own major collections,
  * which made a backlog's peak grow with its size (docs/performance.md, round 8).
+ *
+ * The executable's resident pages (`settings.process.pageOutDelay`): given back once start-up
+ * is over, and again after each idle collection (see `pageOutExecutable` in core/util/memory.ts).
  * @module
  */
 
 import type { HttpClient } from "../../client/http.ts";
 import { sleep } from "../../util/backoff.ts";
-import { collectGarbage, releaseMemory } from "../../util/memory.ts";
+import { collectGarbage, pageOutExecutable, releaseMemory } from "../../util/memory.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 
 /** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
 const IDLE_CONNECTIONS_KEPT = 2;
 
 /**
- * The operator's parts the idle collector uses: the settings (`process.idleGcDelay` and
- * `process.burstGcCycles`, read anew each time), the logger, and the client whose spare idle connections are closed.
+ * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`,
+ * `process.burstGcCycles` and `process.pageOutDelay`, read anew each time), the logger, and the
+ * client whose spare idle connections are closed.
  */
 export type IdleScope =
   & Pick<OperatorScope, "settings" | "logger">
@@ -41,21 +45,26 @@ export class IdleCollector {
   #sinceCollected = 0;
   /** One full garbage collection. */
   #collect: () => unknown;
+  /** Gives the executable's resident pages back: the bytes advised, or null when not possible. */
+  #pageOut: () => number | null;
 
   /**
    * A collector that runs once `run()` is called.
    * @param scope The operator's parts it uses.
    * @param busy Whether a worker runs now: no collection in the middle of a cycle.
    * @param collect One full garbage collection within a burst. @default collectGarbage
+   * @param pageOut Gives the executable's resident pages back. @default pageOutExecutable
    */
   constructor(
     scope: IdleScope,
     busy: () => boolean,
     collect: () => unknown = () => collectGarbage("major"),
+    pageOut: () => number | null = pageOutExecutable,
   ) {
     this.#scope = scope;
     this.#busy = busy;
     this.#collect = collect;
+    this.#pageOut = pageOut;
   }
 
   /**
@@ -73,12 +82,40 @@ export class IdleCollector {
   }
 
   /**
-   * Collects after each burst until the signal aborts, or until the setting is turned off, or
-   * for good when the runtime offers no way to collect.
+   * Gives the executable's pages back once start-up is over (`process.pageOutDelay` after this
+   * starts), and collects after each burst until the signal aborts, or until `idleGcDelay` is
+   * turned off, or for good when the runtime offers no way to collect.
    * @param signal Stops it (a collection under way is finished first).
    */
   async run(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.#pageOutAfterStart(signal), this.#collectAfterBursts(signal)]);
+  }
+
+  /** Once start-up is over, the pages only start-up used go back (`process.pageOutDelay`). */
+  async #pageOutAfterStart(signal: AbortSignal): Promise<void> {
+    const delay = this.#scope.settings.process.pageOutDelay;
+    if (delay === null) return;
+    try {
+      await sleep(delay * 1000, signal);
+    } catch {
+      return; // stopped
+    }
+    if (this.#scope.settings.process.pageOutDelay !== null) this.#pagedOut("start-up");
+  }
+
+  /** Gives the executable's pages back; false when not possible here (logged once, at DEBUG). */
+  #pagedOut(after: string): boolean {
+    const advised = this.#pageOut();
+    if (advised === null) return false;
+    this.#scope.logger.debug(
+      `Paged out the executable after ${after} (${(advised / 2 ** 20).toFixed(0)} MiB advised)`,
+    );
+    return true;
+  }
+
+  async #collectAfterBursts(signal: AbortSignal): Promise<void> {
     const { settings, logger } = this.#scope;
+    if (settings.process.idleGcDelay === null) return;
     while (!signal.aborted) {
       const delayMs = (settings.process.idleGcDelay ?? 0) * 1000;
       // Nothing processed since the last collection: check again a whole delay later (a cheap
@@ -100,6 +137,7 @@ export class IdleCollector {
       const closed = this.#scope.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
       const { collected, trimmed } = await releaseMemory();
       if (!collected && !trimmed) return; // the runtime offers no way: never try again
+      if (settings.process.pageOutDelay !== null) this.#pagedOut(`${cycles} cycles`);
       const ms = (performance.now() - t0).toFixed(0);
       logger.debug(
         `Collected garbage after ${cycles} cycles and ${delayMs / 1000}s idle ` +

@@ -76,3 +76,66 @@ Deno.test("IdleCollector: within a burst, one collection every burstGcCycles cyc
   for (let i = 0; i < 4; i++) never.cycle();
   assert.equal(collected, 3);
 });
+
+Deno.test("IdleCollector: the executable's pages go back once start-up is over and after each idle collection (pageOutDelay)", async () => {
+  const controller = new AbortController();
+  const logs: LogEntry[] = [];
+  const pagedOut: number[] = [];
+  const t0 = performance.now();
+  const settings = createSettings({ process: { idleGcDelay: 0.1, pageOutDelay: 0.2 } });
+  const collector = new IdleCollector(
+    {
+      client: { http: { closeIdle: () => 0 } },
+      settings,
+      logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
+    },
+    () => false,
+    () => {},
+    () => (pagedOut.push(performance.now() - t0), 30 * 2 ** 20),
+  );
+  const running = collector.run(controller.signal);
+  await until(() => pagedOut.length === 1, "the page-out after start-up");
+  assert.ok(pagedOut[0]! >= 190, `paged out after ${pagedOut[0]} ms`);
+  assert.ok(
+    logs.some((e) => e.message === "Paged out the executable after start-up (30 MiB advised)"),
+  );
+  await sleep(300); // idle with nothing processed: no other
+  assert.equal(pagedOut.length, 1);
+  collector.cycle();
+  await until(() => pagedOut.length === 2, "the page-out after the burst's collection");
+  assert.ok(
+    logs.some((e) => e.message === "Paged out the executable after 1 cycles (30 MiB advised)"),
+  );
+  settings.process.pageOutDelay = null; // read anew: the next collection pages nothing out
+  collector.cycle();
+  await until(
+    () => logs.filter((e) => e.message.startsWith("Collected garbage")).length === 2,
+    "the second collection",
+  );
+  assert.equal(pagedOut.length, 2);
+  controller.abort();
+  await running;
+});
+
+Deno.test("IdleCollector: no page-out when pageOutDelay is null (the default), nor where it is not possible", async () => {
+  for (const [pageOutDelay, possible] of [[null, true], [0.05, false]] as const) {
+    const controller = new AbortController();
+    const logs: LogEntry[] = [];
+    let calls = 0;
+    const collector = new IdleCollector(
+      {
+        client: { http: { closeIdle: () => 0 } },
+        settings: createSettings({ process: { idleGcDelay: null, pageOutDelay } }),
+        logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
+      },
+      () => false,
+      () => {},
+      () => (calls++, possible ? 1 : null),
+    );
+    // With neither collection nor page-out to wait for, run() ends by itself.
+    await collector.run(controller.signal);
+    assert.equal(calls, pageOutDelay === null ? 0 : 1);
+    assert.deepEqual(logs.filter((e) => e.message.startsWith("Paged out")), []);
+  }
+  assert.equal(createSettings().process.pageOutDelay, null);
+});

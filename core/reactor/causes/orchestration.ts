@@ -254,7 +254,7 @@ export class Orchestrator {
    * first; then its parts start in this order: the watch streams (the plans start and stop
    * them), the namespace following (for glob patterns; otherwise the first plan at once), the CRD
    * following (unless scanning is disabled), the idle collector (unless
-   * `settings.process.idleGcDelay` is null). They stop by {@link ORCHESTRATION_GROUPS}.
+   * `settings.process.idleGcDelay` and `pageOutDelay` are both null). They stop by {@link ORCHESTRATION_GROUPS}.
    * @throws the error a part failed with (told to `onFailure` when it failed), after the stop.
    */
   async run(): Promise<void> {
@@ -288,7 +288,9 @@ export class Orchestrator {
         );
         await parts.start(this.#definitionsPart());
       }
-      if (settings.process.idleGcDelay !== null) await parts.start(this.#idlePart());
+      if (settings.process.idleGcDelay !== null || settings.process.pageOutDelay !== null) {
+        await parts.start(this.#idlePart());
+      }
       // Followed namespaces are not known yet: the first plan, once they are, checks readiness.
       if (this.#planned) this.#checkReady();
     });
