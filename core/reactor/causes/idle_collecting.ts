@@ -103,14 +103,13 @@ export class IdleCollector {
     if (this.#scope.settings.process.pageOutDelay !== null) this.#pagedOut("start-up");
   }
 
-  /** Gives the executable's pages back; false when not possible here (logged once, at DEBUG). */
-  #pagedOut(after: string): boolean {
+  /** Gives the executable's pages back, with a DEBUG line; nothing where not possible. */
+  #pagedOut(after: string): void {
     const advised = this.#pageOut();
-    if (advised === null) return false;
+    if (advised === null) return;
     this.#scope.logger.debug(
       `Paged out the executable after ${after} (${(advised / 2 ** 20).toFixed(0)} MiB advised)`,
     );
-    return true;
   }
 
   async #collectAfterBursts(signal: AbortSignal): Promise<void> {
