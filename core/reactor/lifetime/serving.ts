@@ -294,13 +294,19 @@ function webhooksPart(deps: ServingDeps, orchestrator: Orchestrator, signal: Abo
       });
       const ended = () => term.removeEventListener("abort", forward);
       admission.finished.then(ended, ended);
-      const ready = admission.ready.catch((error) => {
+      const failed = (error: unknown) =>
+        new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, { cause: error });
+      let started = false;
+      const ready = admission.ready.then(() => void (started = true), (error) => {
         if (signal.aborted) return;
-        throw new OperatorStartError(`Cannot serve the admission webhooks: ${error}`, {
-          cause: error,
-        });
+        throw failed(error);
       });
-      return { ready, finished: admission.finished };
+      // A start that failed while a stop was asked for (a signal just after the failure) still
+      // ends as that start failure, not as the bare error of the server's end.
+      const finished = admission.finished.catch((error) => {
+        throw started ? error : failed(error);
+      });
+      return { ready, finished };
     },
   };
 }
