@@ -5,10 +5,12 @@
  * (a new memory each, as after a restart) run over the handled object, and the probe prints the
  * microseconds per cycle. Not part of the main benchmark; for A/B work with `--v8-flags=--prof`.
  *
- *   deno run -A bench/cycle_probe.ts [--cycles 20000] [--rounds 5] [--queue]
+ *   deno run -A bench/cycle_probe.ts [--cycles 20000] [--rounds 5] [--queue | --quiet]
  *
  * `--queue`: the cycles run through the stream's per-object queue (one worker per object, as
- * a listing's objects are), each over its own copy of the handled object.
+ * a listing's objects are), each over its own copy of the handled object. `--quiet`: no cycle, only
+ * the stream's check that a listed object needs none (`listedQuietly`), as a restart runs it for
+ * every object handled before.
  * @module
  */
 import { parseArgs } from "node:util";
@@ -18,7 +20,7 @@ import {
   memoryOf,
   objectOf,
 } from "../core/reactor/causes/cycle/_test_support.ts";
-import { processEvent } from "../core/reactor/causes/processing.ts";
+import { listedQuietly, processEvent } from "../core/reactor/causes/processing.ts";
 import { ObjectQueue } from "../core/reactor/causes/queueing.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 
@@ -28,6 +30,7 @@ const { values } = parseArgs({
     cycles: { type: "string", default: "20000" },
     rounds: { type: "string", default: "5" },
     queue: { type: "boolean" },
+    quiet: { type: "boolean" },
   },
 });
 const cycles = Number(values.cycles), rounds = Number(values.rounds);
@@ -50,12 +53,23 @@ const perCycle: number[] = [];
 for (let round = 0; round < rounds; round++) {
   const t0 = performance.now();
   if (values.queue) await throughQueue(round);
+  else if (values.quiet) checkQuietly();
   else {
     for (let i = 0; i < cycles; i++) {
       await processEvent(fixture.deps, memoryOf(), { type: "MODIFIED", body });
     }
   }
   perCycle.push(((performance.now() - t0) * 1000) / cycles);
+}
+
+/** One round of the listing's check, over a copy of the handled object each (as listed). */
+function checkQuietly(): void {
+  const quiet = listedQuietly(fixture.deps);
+  if (!quiet) throw new Error("the stream cannot tell quiet objects with these handlers");
+  const text = JSON.stringify(body);
+  for (let i = 0; i < cycles; i++) {
+    if (!quiet(JSON.parse(text))) throw new Error("the handled object is not quiet");
+  }
 }
 
 /** One round through a queue as the stream makes it: every object listed once. */

@@ -41,8 +41,7 @@ export type Collection = "major" | "reduce";
 type Collector = (kind: Collection) => void;
 
 let collector: Collector | null | undefined;
-let trimmer: (() => void) | null | undefined;
-let pager: ((start: bigint, length: bigint) => boolean) | null | undefined;
+let libc: Libc | null | undefined;
 
 /** V8's options of the exposed `gc()` (without them it runs a young-generation collection). */
 interface GcOptions {
@@ -76,30 +75,30 @@ async function findCollector(): Promise<Collector | null> {
   }
 }
 
-function findTrimmer(): (() => void) | null {
-  if (Deno.build.os !== "linux") return null;
-  try {
-    if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return null;
-    const libc = Deno.dlopen("libc.so.6", {
-      malloc_trim: { parameters: ["usize"], result: "i32" },
-    });
-    return () => void libc.symbols.malloc_trim(0n);
-  } catch {
-    return null; // not glibc (no malloc_trim), or no libc.so.6
-  }
-}
-
 /** `madvise`'s advice to reclaim the pages now (Linux 5.4+). */
 const MADV_PAGEOUT = 21;
 
-function findPager(): ((start: bigint, length: bigint) => boolean) | null {
+/** The C library's functions this module calls; each `null` where the library lacks it. */
+interface Libc {
+  readonly trim: (() => void) | null;
+  readonly pageOut: ((start: bigint, length: bigint) => boolean) | null;
+}
+
+/** The C library, opened once for both functions; `null` when FFI is not possible here. */
+function openLibc(): Libc | null {
   if (Deno.build.os !== "linux") return null;
   try {
     if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return null;
-    const libc = Deno.dlopen("libc.so.6", {
-      madvise: { parameters: ["usize", "usize", "i32"], result: "i32" },
+    const { symbols } = Deno.dlopen("libc.so.6", {
+      // Optional: a C library without one (musl has no malloc_trim) still gives the other.
+      malloc_trim: { parameters: ["usize"], result: "i32", optional: true },
+      madvise: { parameters: ["usize", "usize", "i32"], result: "i32", optional: true },
     });
-    return (start, length) => libc.symbols.madvise(start, length, MADV_PAGEOUT) === 0;
+    const { malloc_trim: mallocTrim, madvise } = symbols;
+    return {
+      trim: mallocTrim ? () => void mallocTrim(0n) : null,
+      pageOut: madvise ? (start, length) => madvise(start, length, MADV_PAGEOUT) === 0 : null,
+    };
   } catch {
     return null; // no libc.so.6 (e.g. a musl system)
   }
@@ -136,7 +135,8 @@ export function executableMappings(
  * @returns The bytes advised (mapped, not necessarily resident), or `null` when not possible here.
  */
 export function pageOutExecutable(): number | null {
-  pager ??= findPager();
+  libc ??= openLibc();
+  const pager = libc?.pageOut;
   if (!pager) return null;
   let maps: string;
   try {
@@ -170,7 +170,8 @@ export async function collectGarbage(kind: Collection = "reduce"): Promise<boole
  */
 export async function releaseMemory(): Promise<{ collected: boolean; trimmed: boolean }> {
   const collected = await collectGarbage("reduce");
-  trimmer ??= findTrimmer();
+  libc ??= openLibc();
+  const trimmer = libc?.trim ?? null;
   // What the collection released is dropped on the native side a moment later: a closed TLS
   // connection's buffers (~100 KiB each) only when the event loop next runs. Trimming at once
   // kept 6 MiB of a 10,000-object burst resident (bench/rss_probe.ts, tests/idle_gc_test.ts).
