@@ -11,7 +11,15 @@ import type { KubeClient, KubeObject } from "../mod.ts";
 import { watcher } from "../client.ts";
 import type { ResourceRef } from "../core/client/api.ts";
 import type { SpawnedOperator } from "./_operator.ts";
-import { EVENTS, getObject, LAST_HANDLED, lineIndex, NAME } from "./_examples.ts";
+import {
+  type EventSummary,
+  getObject,
+  LAST_HANDLED,
+  lineIndex,
+  listEvents,
+  NAME,
+} from "./_examples.ts";
+export type { EventSummary } from "./_examples.ts";
 import { eventually } from "./_support.ts";
 
 /**
@@ -20,27 +28,13 @@ import { eventually } from "./_support.ts";
  */
 export const POST_LOG_MESSAGES = { args: ["tests/fixtures/post_log_messages.ts"] };
 
-/** The fields of a core v1 Event the tests read. */
-export interface EventSummary {
-  type: string;
-  reason: string;
-  message: string;
-  count: number;
-  involvedObject: Record<string, unknown>;
-  source: Record<string, unknown>;
-}
-
 /** The core v1 Events about an object (as `kubectl describe` shows them). */
 export async function eventsAbout(
   client: KubeClient,
   namespace: string,
   uid: string,
 ): Promise<EventSummary[]> {
-  const { items } = await client.api.list(EVENTS, {
-    namespace,
-    fieldSelector: `involvedObject.uid=${uid}`,
-  });
-  return items.map((e) => e as unknown as EventSummary);
+  return await listEvents(client, namespace, { uid });
 }
 
 /** The total count of Events about an object matching type, reason and message. */

@@ -18,6 +18,32 @@ export const PODS: ResourceRef = { group: "", version: "v1", plural: "pods", nam
 export { FINALIZER, LAST_HANDLED } from "./_support.ts";
 export const NAME = "kopf-example-1";
 
+/** The fields of a core v1 Event the tests read. */
+export interface EventSummary {
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  involvedObject: Record<string, unknown>;
+  source: Record<string, unknown>;
+}
+
+/**
+ * The core v1 Events about an object (as `kubectl describe` shows them), told by its uid (one
+ * incarnation) or its name (any object of that name in the namespace).
+ */
+export async function listEvents(
+  client: KubeClient,
+  namespace: string,
+  about: { readonly uid: string } | { readonly name: string },
+): Promise<EventSummary[]> {
+  const fieldSelector = "uid" in about
+    ? `involvedObject.uid=${about.uid}`
+    : `involvedObject.name=${about.name}`;
+  const { items } = await client.api.list(EVENTS, { namespace, fieldSelector });
+  return items.map((e) => e as unknown as EventSummary);
+}
+
 /** A client, the example CRD, and a fresh namespace (deleted afterwards). */
 export async function fixture(prefix: string) {
   const client = await testClient();

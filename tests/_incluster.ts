@@ -13,7 +13,7 @@ import type { ResourceRef } from "../core/client/api.ts";
 import { watcher } from "../core/client/watching.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 import type { TestNode } from "../testing/plane/node.ts";
-import { EVENTS, PODS } from "./_examples.ts";
+import { listEvents, PODS } from "./_examples.ts";
 import { eventually, kex, KOPFEXAMPLES, sleep } from "./_support.ts";
 
 export const HANDLERS = "tests/fixtures/incluster_operator.ts";
@@ -340,11 +340,8 @@ export async function handledBy(
 export async function eventsAbout(client: KubeClient, namespace: string, name: string) {
   return await eventually(
     async () => {
-      const list = await client.api.list(EVENTS, {
-        namespace,
-        fieldSelector: `involvedObject.name=${name}`,
-      });
-      return list.items.length > 0 ? list.items.map((e) => String(e.message)) : undefined;
+      const events = await listEvents(client, namespace, { name });
+      return events.length > 0 ? events.map((e) => e.message) : undefined;
     },
     30_000,
     `Events about ${name}`,

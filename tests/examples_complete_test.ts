@@ -16,10 +16,10 @@ import { NAMESPACED_PEERINGS, parsePeers } from "../core/engines/coordination/pe
 import { type SpawnedOperator, spawnOperator } from "./_operator.ts";
 import {
   createExampleObject,
-  EVENTS,
   fixture,
   isGone,
   linesWith,
+  listEvents,
   NAME,
   opts,
   PODS,
@@ -84,15 +84,7 @@ async function eventsAbout(
 ): Promise<Array<{ type: string; reason: string; message: string }>> {
   return await eventually(
     async () => {
-      const { items } = await client.api.list(EVENTS, {
-        namespace,
-        fieldSelector: `involvedObject.name=${name}`,
-      });
-      const events = items.map((e) => ({
-        type: String(e.type),
-        reason: String(e.reason),
-        message: String(e.message),
-      }));
+      const events = await listEvents(client, namespace, { name });
       return done(events) && events;
     },
     30_000,
