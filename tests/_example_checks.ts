@@ -19,7 +19,6 @@ import {
   listEvents,
   NAME,
 } from "./_examples.ts";
-export type { EventSummary } from "./_examples.ts";
 import { eventually } from "./_support.ts";
 
 /**
