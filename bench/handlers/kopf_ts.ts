@@ -84,6 +84,14 @@ if (pageOut !== undefined) {
   });
 }
 
+// `BENCH_BURST_PAGE_OUT=N`: `settings.process.burstPageOutCycles` (0: only at start-up and idle).
+const burstPageOut = Deno.env.get("BENCH_BURST_PAGE_OUT");
+if (burstPageOut !== undefined) {
+  on.startup(function burst_page_out({ settings }) {
+    settings.process.burstPageOutCycles = Number(burstPageOut) || null;
+  });
+}
+
 // `BENCH_IDLE_TIMEOUT=S`: `settings.queueing.idleTimeout` (seconds an idle worker waits).
 const idleTimeout = Deno.env.get("BENCH_IDLE_TIMEOUT");
 if (idleTimeout !== undefined) {

@@ -9,7 +9,8 @@
  * which made a backlog's peak grow with its size (docs/performance.md, round 8).
  *
  * The executable's resident pages (`settings.process.pageOutDelay`): given back once start-up
- * is over, and again after each idle collection (see `pageOutExecutable` in core/util/memory.ts).
+ * is over, again after each idle collection, and while cycles run every
+ * `settings.process.burstPageOutCycles` cycles (see `pageOutExecutable` in core/util/memory.ts).
  * @module
  */
 
@@ -23,7 +24,8 @@ const IDLE_CONNECTIONS_KEPT = 2;
 
 /**
  * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`,
- * `process.burstGcCycles` and `process.pageOutDelay`, read anew each time), the logger, and the
+ * `process.burstGcCycles`, `process.pageOutDelay` and `process.burstPageOutCycles`, read anew
+ * each time), the logger, and the
  * client whose spare idle connections are closed.
  */
 export type IdleScope =
@@ -43,6 +45,8 @@ export class IdleCollector {
   #lastCycleAt = 0;
   /** Cycles since the last collection within the burst (`process.burstGcCycles`). */
   #sinceCollected = 0;
+  /** Cycles since the last page-out within the burst (`process.burstPageOutCycles`). */
+  #sincePagedOut = 0;
   /** One full garbage collection. */
   #collect: () => unknown;
   /** Gives the executable's resident pages back: the bytes advised, or null when not possible. */
@@ -69,15 +73,23 @@ export class IdleCollector {
 
   /**
    * Notes that a processing cycle begins: the burst goes on. Every `process.burstGcCycles`
-   * cycles, one full garbage collection (a pause of a few milliseconds).
+   * cycles, one full garbage collection (a pause of a few milliseconds); every
+   * `process.burstPageOutCycles` cycles, where the page-out is on, the executable's pages go
+   * back (2–3 ms).
    */
   cycle(): void {
     this.#cycles++;
     this.#lastCycleAt = performance.now();
-    const every = this.#scope.settings.process.burstGcCycles;
-    if (every && ++this.#sinceCollected >= every) {
+    const { burstGcCycles, burstPageOutCycles, pageOutDelay } = this.#scope.settings.process;
+    if (burstGcCycles && ++this.#sinceCollected >= burstGcCycles) {
       this.#sinceCollected = 0;
       void this.#collect();
+    }
+    if (
+      burstPageOutCycles && pageOutDelay !== null && ++this.#sincePagedOut >= burstPageOutCycles
+    ) {
+      this.#sincePagedOut = 0;
+      this.#pagedOut(`${burstPageOutCycles} cycles`);
     }
   }
 

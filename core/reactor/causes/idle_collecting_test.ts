@@ -117,6 +117,42 @@ Deno.test("IdleCollector: the executable's pages go back once start-up is over a
   await running;
 });
 
+Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, only where the page-out is on", () => {
+  const logs: LogEntry[] = [];
+  const logger = new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] });
+  const client = { http: { closeIdle: () => 0 } };
+  let pagedOut = 0;
+  const settings = createSettings({
+    process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
+  });
+  const collector = new IdleCollector(
+    { client, logger, settings },
+    () => true,
+    () => {},
+    () => (pagedOut++, 2 ** 20),
+  );
+  for (let i = 0; i < 8; i++) collector.cycle();
+  assert.equal(pagedOut, 2); // after the 3rd and the 6th cycle
+  assert.equal(
+    logs.filter((e) => e.message === "Paged out the executable after 3 cycles (1 MiB advised)")
+      .length,
+    2,
+  );
+  // Read anew: the page-out off (pageOutDelay null) stops it, and so does null here.
+  settings.process.pageOutDelay = null;
+  for (let i = 0; i < 10; i++) collector.cycle();
+  assert.equal(pagedOut, 2);
+  settings.process.pageOutDelay = 0.5;
+  settings.process.burstPageOutCycles = null;
+  for (let i = 0; i < 10; i++) collector.cycle();
+  assert.equal(pagedOut, 2);
+  settings.process.burstPageOutCycles = 2;
+  collector.cycle();
+  collector.cycle();
+  assert.equal(pagedOut, 3);
+  assert.equal(createSettings().process.burstPageOutCycles, 500);
+});
+
 Deno.test("IdleCollector: no page-out when pageOutDelay is null (the default), nor where it is not possible", async () => {
   for (const [pageOutDelay, possible] of [[null, true], [0.05, false]] as const) {
     const controller = new AbortController();
