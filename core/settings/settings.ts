@@ -78,14 +78,14 @@ export interface ProcessSettings {
   pageOutDelay: number | null;
   /**
    * While the operator processes (a backlog, a create burst, a steady load), the executable's
-   * pages are also given back after every this many processing cycles — only where the page-out
-   * is on (`pageOutDelay` not null). A burst reads back in the code it runs (5–8 MiB); code it
-   * ran once (start-up's relisting, V8's optimising compiler at the burst's start) otherwise
-   * stays resident until the next idle collection. Every 500 cycles took a 5,000-object
-   * backlog's peak 6 MiB lower on the status CRD (every 1,000: 1 MiB) and the plain CRD's
-   * resident code at its peak from 18 to 5–8 MiB, for 2–3 ms of CPU each time
-   * (docs/performance.md, round 17). Not in Kopf. null: only at start-up and after idle
-   * collections. @default 500
+   * pages are also given back after every this many processing cycles, but not within 2 s of the
+   * last page-out — only where the page-out is on (`pageOutDelay` not null). A burst reads back
+   * in the code it runs (5–8 MiB); code it ran once (start-up's relisting, V8's optimising
+   * compiler at the burst's start) otherwise stays resident until the next idle collection.
+   * Each page-out costs the operator 5–20 ms of CPU with the code it reads back in, hence the
+   * 2 s: a flood of quick cycles (a backlog's echoes of its own writes) would page out every
+   * few milliseconds (docs/performance.md, round 17). Not in Kopf. null: only at start-up and
+   * after idle collections. @default 500
    */
   burstPageOutCycles: number | null;
 }

@@ -135,7 +135,7 @@ export function executableMappings(
  * @returns The bytes advised (mapped, not necessarily resident), or `null` when not possible here.
  */
 export function pageOutExecutable(): number | null {
-  libc ??= openLibc();
+  if (libc === undefined) libc = openLibc(); // null too is kept: not possible here
   const pager = libc?.pageOut;
   if (!pager) return null;
   let maps: string;
@@ -157,7 +157,7 @@ export function pageOutExecutable(): number | null {
  * @returns `false` when the runtime offers no way to trigger one (nothing happened).
  */
 export async function collectGarbage(kind: Collection = "reduce"): Promise<boolean> {
-  collector ??= await findCollector();
+  if (collector === undefined) collector = await findCollector(); // null too is kept
   if (!collector) return false;
   collector(kind);
   return true;
@@ -170,7 +170,7 @@ export async function collectGarbage(kind: Collection = "reduce"): Promise<boole
  */
 export async function releaseMemory(): Promise<{ collected: boolean; trimmed: boolean }> {
   const collected = await collectGarbage("reduce");
-  libc ??= openLibc();
+  if (libc === undefined) libc = openLibc(); // null too is kept: not possible here
   const trimmer = libc?.trim ?? null;
   // What the collection released is dropped on the native side a moment later: a closed TLS
   // connection's buffers (~100 KiB each) only when the event loop next runs. Trimming at once

@@ -23,6 +23,14 @@ import type { OperatorScope } from "../scope/scope.ts";
 const IDLE_CONNECTIONS_KEPT = 2;
 
 /**
+ * The shortest time between two page-outs while cycles run (`process.burstPageOutCycles`), in
+ * ms: a page-out costs the code the burst runs read back in, so a flood of quick cycles (a
+ * backlog's echoes of its own writes, thousands a second) must not page out every few
+ * milliseconds.
+ */
+const BURST_PAGE_OUT_SPACING_MS = 2000;
+
+/**
  * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`,
  * `process.burstGcCycles`, `process.pageOutDelay` and `process.burstPageOutCycles`, read anew
  * each time), the logger, and the
@@ -47,6 +55,10 @@ export class IdleCollector {
   #sinceCollected = 0;
   /** Cycles since the last page-out within the burst (`process.burstPageOutCycles`). */
   #sincePagedOut = 0;
+  /** When the executable's pages last went back (`performance.now()`), or -Infinity. */
+  #pagedOutAt = -Infinity;
+  /** The clock (`performance.now()`; a test's own). */
+  #now: () => number;
   /** One full garbage collection. */
   #collect: () => unknown;
   /** Gives the executable's resident pages back: the bytes advised, or null when not possible. */
@@ -58,24 +70,27 @@ export class IdleCollector {
    * @param busy Whether a worker runs now: no collection in the middle of a cycle.
    * @param collect One full garbage collection within a burst. @default collectGarbage
    * @param pageOut Gives the executable's resident pages back. @default pageOutExecutable
+   * @param now The clock for the spacing of page-outs while cycles run. @default performance.now
    */
   constructor(
     scope: IdleScope,
     busy: () => boolean,
     collect: () => unknown = () => collectGarbage("major"),
     pageOut: () => number | null = pageOutExecutable,
+    now: () => number = () => performance.now(),
   ) {
     this.#scope = scope;
     this.#busy = busy;
     this.#collect = collect;
     this.#pageOut = pageOut;
+    this.#now = now;
   }
 
   /**
    * Notes that a processing cycle begins: the burst goes on. Every `process.burstGcCycles`
    * cycles, one full garbage collection (a pause of a few milliseconds); every
    * `process.burstPageOutCycles` cycles, where the page-out is on, the executable's pages go
-   * back (2–3 ms).
+   * back, but not within 2 s of the last page-out.
    */
   cycle(): void {
     this.#cycles++;
@@ -86,10 +101,10 @@ export class IdleCollector {
       void this.#collect();
     }
     if (
-      burstPageOutCycles && pageOutDelay !== null && ++this.#sincePagedOut >= burstPageOutCycles
+      burstPageOutCycles && pageOutDelay !== null && ++this.#sincePagedOut >= burstPageOutCycles &&
+      this.#now() - this.#pagedOutAt >= BURST_PAGE_OUT_SPACING_MS
     ) {
-      this.#sincePagedOut = 0;
-      this.#pagedOut(`${burstPageOutCycles} cycles`);
+      this.#pagedOut(`${this.#sincePagedOut} cycles`);
     }
   }
 
@@ -117,6 +132,8 @@ export class IdleCollector {
 
   /** Gives the executable's pages back, with a DEBUG line; nothing where not possible. */
   #pagedOut(after: string): void {
+    this.#sincePagedOut = 0;
+    this.#pagedOutAt = this.#now();
     const advised = this.#pageOut();
     if (advised === null) return;
     this.#scope.logger.debug(

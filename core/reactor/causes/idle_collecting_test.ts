@@ -117,11 +117,12 @@ Deno.test("IdleCollector: the executable's pages go back once start-up is over a
   await running;
 });
 
-Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, only where the page-out is on", () => {
+Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, 2 s apart at least, only where the page-out is on", () => {
   const logs: LogEntry[] = [];
   const logger = new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] });
   const client = { http: { closeIdle: () => 0 } };
-  let pagedOut = 0;
+  const pagedOutAt: number[] = [];
+  let clock = 10_000;
   const settings = createSettings({
     process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
   });
@@ -129,27 +130,32 @@ Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOut
     { client, logger, settings },
     () => true,
     () => {},
-    () => (pagedOut++, 2 ** 20),
+    () => (pagedOutAt.push(clock), 2 ** 20),
+    () => clock,
   );
-  for (let i = 0; i < 8; i++) collector.cycle();
-  assert.equal(pagedOut, 2); // after the 3rd and the 6th cycle
-  assert.equal(
-    logs.filter((e) => e.message === "Paged out the executable after 3 cycles (1 MiB advised)")
-      .length,
-    2,
-  );
+  const cycles = (n: number, ms = 1000) => {
+    for (let i = 0; i < n; i++) clock += ms, collector.cycle();
+  };
+  cycles(6);
+  assert.deepEqual(pagedOutAt, [13_000, 16_000]); // after the 3rd and the 6th cycle
+  // A flood of quick cycles: not within 2 s of the last page-out.
+  cycles(150, 10); // 1.5 s
+  assert.equal(pagedOutAt.length, 2);
+  cycles(50, 10);
+  assert.deepEqual(pagedOutAt.slice(2), [18_000]);
+  const messages = logs.map((e) => e.message);
+  assert.ok(messages.includes("Paged out the executable after 3 cycles (1 MiB advised)"));
+  assert.ok(messages.includes("Paged out the executable after 200 cycles (1 MiB advised)"));
   // Read anew: the page-out off (pageOutDelay null) stops it, and so does null here.
   settings.process.pageOutDelay = null;
-  for (let i = 0; i < 10; i++) collector.cycle();
-  assert.equal(pagedOut, 2);
+  cycles(10);
   settings.process.pageOutDelay = 0.5;
   settings.process.burstPageOutCycles = null;
-  for (let i = 0; i < 10; i++) collector.cycle();
-  assert.equal(pagedOut, 2);
+  cycles(10);
+  assert.equal(pagedOutAt.length, 3);
   settings.process.burstPageOutCycles = 2;
-  collector.cycle();
-  collector.cycle();
-  assert.equal(pagedOut, 3);
+  cycles(2);
+  assert.equal(pagedOutAt.length, 4);
   assert.equal(createSettings().process.burstPageOutCycles, 500);
 });
 
