@@ -33,8 +33,7 @@ const BURST_PAGE_OUT_SPACING_MS = 2000;
 /**
  * The operator's parts the idle collector uses: the settings (`process.idleGcDelay`,
  * `process.burstGcCycles`, `process.pageOutDelay` and `process.burstPageOutCycles`, read anew
- * each time), the logger, and the
- * client whose spare idle connections are closed.
+ * each time), the logger, and the client whose spare idle connections are closed.
  */
 export type IdleScope =
   & Pick<OperatorScope, "settings" | "logger">
