@@ -82,10 +82,10 @@ export interface ProcessSettings {
    * last page-out — only where the page-out is on (`pageOutDelay` not null). A burst reads back
    * in the code it runs (5–8 MiB); code it ran once (start-up's relisting, V8's optimising
    * compiler at the burst's start) otherwise stays resident until the next idle collection: a
-   * 5,000-object backlog peaked 9–10 MiB lower with it. Each page-out costs the operator 5–20 ms of CPU with the code it reads back in, hence the
-   * 2 s: a flood of quick cycles (a backlog's echoes of its own writes) would page out every
-   * few milliseconds (docs/performance.md, round 17). Not in Kopf. null: only at start-up and
-   * after idle collections. @default 500
+   * 5,000-object backlog peaked 9–10 MiB lower with it. Each page-out costs the operator 5–20 ms
+   * of CPU with the code it reads back in, hence the 2 s: a flood of quick cycles (a backlog's
+   * echoes of its own writes) would page out every few milliseconds (docs/performance.md,
+   * round 17). Not in Kopf. null: only at start-up and after idle collections. @default 500
    */
   burstPageOutCycles: number | null;
 }
