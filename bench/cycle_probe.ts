@@ -9,7 +9,7 @@
  *
  * `--queue`: the cycles run through the stream's per-object queue (one worker per object, as
  * a listing's objects are), each over its own copy of the handled object. `--quiet`: no cycle, only
- * the stream's check that a listed object needs none (`listedQuietly`), as a restart runs it for
+ * the stream's check that a listed object needs none (`needsNoCycle`), as a restart runs it for
  * every object handled before.
  * @module
  */
@@ -20,7 +20,7 @@ import {
   memoryOf,
   objectOf,
 } from "../core/reactor/causes/cycle/_test_support.ts";
-import { listedQuietly, processEvent } from "../core/reactor/causes/processing.ts";
+import { needsNoCycle, processEvent } from "../core/reactor/causes/processing.ts";
 import { ObjectQueue } from "../core/reactor/causes/queueing.ts";
 import type { KubeObject } from "../core/structs/objects.ts";
 
@@ -64,7 +64,7 @@ for (let round = 0; round < rounds; round++) {
 
 /** One round of the listing's check, over a copy of the handled object each (as listed). */
 function checkQuietly(): void {
-  const quiet = listedQuietly(fixture.deps);
+  const quiet = needsNoCycle(fixture.deps);
   if (!quiet) throw new Error("the stream cannot tell quiet objects with these handlers");
   const text = JSON.stringify(body);
   for (let i = 0; i < cycles; i++) {

@@ -68,26 +68,30 @@ export async function processEvent(
   return await finishCycle(deps, cycle, applyOutcomes(deps, cycle));
 }
 
-/** The logger of {@link listedQuietly}'s scratch cycles: they log nothing. */
+/** The logger of {@link needsNoCycle}'s scratch cycles: they log nothing. */
 const SILENT = new SilentLogger();
 
 /**
- * A listed object the stream's queue does not know (no worker, no memory) whose cycle would do
+ * An object the stream's queue does not know (no worker, no memory) whose cycle would do
  * nothing — no handler due, nothing to write — needs no worker at all: so it is on every
  * restart for each object handled before and unchanged since (in Kopf, a cycle each, a resume
- * that runs nothing). This tells it by running the cycle's own synchronous phases (3–7, up to the
+ * that runs nothing), and so is the watch's echo of the operator's own write once the object's
+ * worker has idled out (after a backlog, thousands of them: the watch that follows a held
+ * listing replays every write made meanwhile). This tells it by running the cycle's own synchronous phases (3–7, up to the
  * choice of handlers) on a scratch memory, silently; whatever they would write or run sends the
  * object to the queue as usual, where its cycle runs from the start. The object's memory is not
  * kept — as the queue forgets the memory of an idle object that holds nothing.
  *
- * Only for streams whose listed objects' cycles depend on nothing but the object: none when the
- * resource has raw-event handlers (they see every listing), resume handlers (every listed object
- * is resumed), daemons or timers (spawned for every object), or callback filters (user code,
- * which would then run once more for objects that go on to the queue).
+ * A cycle does not depend on the event's type but for a deletion (which always goes to the
+ * queue), so one answer serves a listed object and a watch event alike. Only for streams whose
+ * cycles depend on nothing but the object: none when the resource has raw-event handlers (they
+ * see every event), resume handlers (every object first seen is resumed), daemons or timers
+ * (spawned for every object), or callback filters (user code, which would then run once more
+ * for objects that go on to the queue).
  * @param deps The stream's scope.
  * @returns The predicate, or `undefined` when every listed object must go to the queue.
  */
-export function listedQuietly(deps: ResourceScope): ((body: KubeObject) => boolean) | undefined {
+export function needsNoCycle(deps: ResourceScope): ((body: KubeObject) => boolean) | undefined {
   if (deps.watching.length || deps.spawning.length) return undefined;
   if (deps.changing.some((h) => h.reason === "resume" || usesCallbacks(h))) return undefined;
   const storage = deps.settings.persistence.diffbaseStorage;

@@ -15,7 +15,7 @@ import {
   withDiffBase,
 } from "./cycle/_test_support.ts";
 import { Patch } from "../../structs/patches.ts";
-import { type CycleResult, listedQuietly, type ObjectMemory, processEvent } from "./processing.ts";
+import { type CycleResult, needsNoCycle, type ObjectMemory, processEvent } from "./processing.ts";
 import type { ChangingHandler } from "../../intents/handlers.ts";
 import { createSettings } from "../../settings/settings.ts";
 import type { ResourceScope } from "../scope/scope.ts";
@@ -294,7 +294,7 @@ Deno.test("processEvent() purges the records of every changing handler when a ca
   assert.deepEqual(diffBaseOf(fixture, result.body!), { spec: { field: "changed" } });
 });
 
-Deno.test("listedQuietly() says a listed object needs no cycle exactly when its first cycle would write nothing and run nothing", async () => {
+Deno.test("needsNoCycle() says an object needs no cycle exactly when its first cycle would write nothing and run nothing, listed or watched", async () => {
   const registries: Record<string, () => ChangingHandler[]> = {
     "create+update": () => [changingHandler("c", "create"), changingHandler("u", "update")],
     "create+delete": () => [changingHandler("c", "create"), changingHandler("d", "delete")],
@@ -327,26 +327,30 @@ Deno.test("listedQuietly() says a listed object needs no cycle exactly when its 
   let quietCases = 0;
   for (const [registry, handlers] of Object.entries(registries)) {
     for (const [state, body] of Object.entries(objects)) {
-      const calls: string[] = [];
-      const changing = handlers().map((h) => ({ ...h, fn: () => void calls.push(h.id) }));
-      const fixture = cycleFixture({ changing, settings });
-      const quiet = listedQuietly(fixture.deps);
-      assert.ok(quiet, "these handlers let the stream tell");
-      const told = quiet(body);
-      assert.deepEqual(fixture.logs, [], `${registry}, ${state}: the scratch cycle logs nothing`);
-      const result = await cycle(fixture, memoryOf(), fixture.api.put(body), null).catch(
-        () => ({ requests: -1, delay: undefined }), // the cycle failed: not idle
-      );
-      const idle = result.requests === 0 && calls.length === 0 && result.delay === undefined;
-      assert.equal(told, idle, `${registry}, ${state}: quiet ${told}, the cycle idle ${idle}`);
-      if (told) quietCases++;
+      // A listed object (no type) and a watch event of an object whose worker idled out.
+      for (const type of [null, "ADDED", "MODIFIED"] as const) {
+        const calls: string[] = [];
+        const changing = handlers().map((h) => ({ ...h, fn: () => void calls.push(h.id) }));
+        const fixture = cycleFixture({ changing, settings });
+        const quiet = needsNoCycle(fixture.deps);
+        assert.ok(quiet, "these handlers let the stream tell");
+        const told = quiet(body);
+        const where = `${registry}, ${state}, ${type}`;
+        assert.deepEqual(fixture.logs, [], `${where}: the scratch cycle logs nothing`);
+        const result = await cycle(fixture, memoryOf(), fixture.api.put(body), type).catch(
+          () => ({ requests: -1, delay: undefined }), // the cycle failed: not idle
+        );
+        const idle = result.requests === 0 && calls.length === 0 && result.delay === undefined;
+        assert.equal(told, idle, `${where}: quiet ${told}, the cycle idle ${idle}`);
+        if (told) quietCases++;
+      }
     }
   }
   // Both answers occur (the restart's case among the quiet ones).
-  assert.ok(quietCases >= 6 && quietCases < 48, `${quietCases} quiet cases`);
+  assert.ok(quietCases >= 18 && quietCases < 144, `${quietCases} quiet cases`);
 });
 
-Deno.test("listedQuietly() does not tell for raw-event, resume, daemon or timer handlers, or callback filters", () => {
+Deno.test("needsNoCycle() does not tell for raw-event, resume, daemon or timer handlers, or callback filters", () => {
   const undecided = [
     cycleFixture({ watching: [watchingHandler("w", () => {})] }),
     cycleFixture({ changing: [changingHandler("r", "resume")] }),
@@ -355,12 +359,12 @@ Deno.test("listedQuietly() does not tell for raw-event, resume, daemon or timer 
       changing: [changingHandler("c", "create", undefined, { labels: { app: () => true } })],
     }),
   ];
-  for (const fixture of undecided) assert.equal(listedQuietly(fixture.deps), undefined);
+  for (const fixture of undecided) assert.equal(needsNoCycle(fixture.deps), undefined);
   const spawning = cycleFixture();
   const withDaemon = {
     ...spawning.deps,
     spawning: [{ kind: "spawning" } as ResourceScope["spawning"][number]],
   };
-  assert.equal(listedQuietly(withDaemon), undefined);
-  assert.ok(listedQuietly(cycleFixture({ changing: [changingHandler("c", "create")] }).deps));
+  assert.equal(needsNoCycle(withDaemon), undefined);
+  assert.ok(needsNoCycle(cycleFixture({ changing: [changingHandler("c", "create")] }).deps));
 });

@@ -313,13 +313,14 @@ export function indexer(parts: IndexParts): ((event: WatchedEvent) => Promise<vo
  * Queues an object event to the object's worker. A stream that only indexes (the shard's own
  * stream handles its objects) queues nothing. Unchanged objects of a relist matter only to
  * raw-event handlers (they see every listing, as in Kopf): queued as forced events of no type
- * if there are any; for the rest, a relist repeats no work. A listed object the queue does not
- * know and whose cycle would do nothing (`quiet`: `listedQuietly` in `processing.ts`) is not
- * queued either.
+ * if there are any; for the rest, a relist repeats no work. A listed or watched object the queue
+ * does not know and whose cycle would do nothing (`quiet`: `needsNoCycle` in `processing.ts`) is
+ * not queued either: an object handled before and unchanged since, or the watch's late echo of
+ * the operator's own write.
  * @param queue The stream's queue.
  * @param role What the stream does with its objects.
  * @param rawHandlers Whether the stream has event-watching handlers (`on.event`).
- * @param quiet Tells a listed object whose cycle would do nothing, if the stream can tell.
+ * @param quiet Tells an object whose cycle would do nothing, if the stream can tell.
  * @returns The stage.
  */
 export function queueRouter(
@@ -333,10 +334,9 @@ export function queueRouter(
     if (event.type === "delete") queue.push({ type: "DELETED", body: event.object });
     else if (event.unchanged) {
       if (rawHandlers) queue.push({ type: null, body: event.object, forced: true });
-    } else if (
-      event.raw !== null || !quiet || queue.memory(objectKey(event.object)) ||
-      !quiet(event.object)
-    ) queue.push({ type: event.raw, body: event.object });
+    } else if (!quiet || queue.memory(objectKey(event.object)) || !quiet(event.object)) {
+      queue.push({ type: event.raw, body: event.object });
+    }
   };
 }
 

@@ -286,7 +286,7 @@ Deno.test("queueRouter: changes and deletions queued; relisted unchanged objects
   assert.deepEqual(route("index", true), []);
 });
 
-Deno.test("queueRouter: a listed object whose cycle would do nothing is not queued, unless the queue knows it; watch events always are", () => {
+Deno.test("queueRouter: a listed or watched object whose cycle would do nothing is not queued, unless the queue knows it; deletions always are", () => {
   const pushed: string[] = [];
   const known = new Set(["uid-b"]);
   const asked: string[] = [];
@@ -302,10 +302,12 @@ Deno.test("queueRouter: a listed object whose cycle would do nothing is not queu
   stage({ type: "apply", object: cm("a"), initial: true, raw: null }); // quiet: not queued
   stage({ type: "apply", object: cm("b"), initial: true, raw: null }); // known: queued, not asked
   stage({ type: "apply", object: cm("c"), initial: true, raw: null }); // not quiet: queued
-  stage({ type: "apply", object: cm("a"), initial: false, raw: "MODIFIED" }); // a watch event
-  stage({ type: "delete", object: cm("a") });
-  assert.deepEqual(pushed, ["null b", "null c", "MODIFIED a", "DELETED a"]);
-  assert.deepEqual(asked, ["a", "c"]);
+  stage({ type: "apply", object: cm("a"), initial: false, raw: "MODIFIED" }); // an echo: quiet
+  stage({ type: "apply", object: cm("b"), initial: false, raw: "MODIFIED" }); // known: queued
+  stage({ type: "apply", object: cm("c"), initial: false, raw: "ADDED" }); // not quiet: queued
+  stage({ type: "delete", object: cm("a") }); // never asked
+  assert.deepEqual(pushed, ["null b", "null c", "MODIFIED b", "ADDED c", "DELETED a"]);
+  assert.deepEqual(asked, ["a", "c", "a", "c"]);
 });
 
 Deno.test("listingBrake: off when null; listed objects wait for room, watch events never; a listing is held up for a bounded time", async () => {

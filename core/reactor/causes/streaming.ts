@@ -15,7 +15,7 @@ import { Semaphore } from "../../util/semaphore.ts";
 import { handlerContext } from "../scope/context.ts";
 import { type OperatorScope, type ResourceScope, resourceScope } from "../scope/scope.ts";
 import type { StreamTarget } from "./planning.ts";
-import { listedQuietly, processEvent } from "./processing.ts";
+import { needsNoCycle, processEvent } from "./processing.ts";
 import { ObjectQueue } from "./queueing.ts";
 import {
   closeStream,
@@ -105,7 +105,7 @@ export async function runStream(
         param: handler.param,
       }),
   });
-  const route = queueRouter(queue, role, handlers.watching.length > 0, listedQuietly(processing));
+  const route = queueRouter(queue, role, handlers.watching.length > 0, needsNoCycle(processing));
   // Not for a streaming list: its objects come over a watch, which must be read on.
   const brake = role === "index" || settings.watching.initialStreaming
     ? undefined
