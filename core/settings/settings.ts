@@ -32,10 +32,10 @@ export const LOG_LEVELS: Readonly<Record<LogLevel, number>> = {
 };
 
 /**
- * `settings.process.pageOutDelay` under `kopf run`, in seconds: start-up (the module graph, the
- * kubeconfig, discovery, the first requests) is over by then; a 5,000-object backlog peaked
- * 15 MiB lower with it than without, and 8 MiB lower when paged out at once instead
- * (docs/performance.md, round 16).
+ * `settings.process.pageOutDelay` under `kopf run`, in seconds: start-up (the kubeconfig,
+ * discovery, the first requests) is over by then; a 5,000-object backlog peaked 15 MiB lower with
+ * it than without, and 8 MiB lower when paged out at once instead (docs/performance.md, round 16).
+ * Both are done since round 18: a 1,000-object backlog peaks 8 MiB lower again.
  */
 export const PAGE_OUT_DELAY_S = 0.5;
 
@@ -65,8 +65,8 @@ export interface ProcessSettings {
    */
   burstGcCycles: number | null;
   /**
-   * This many seconds after the operator starts, and again after each idle collection
-   * (`idleGcDelay`), the executable's resident pages are given back to the system
+   * As the operator starts (its modules loaded), this many seconds later, and again after each
+   * idle collection (`idleGcDelay`), the executable's resident pages are given back to the system
    * (`madvise(MADV_PAGEOUT)` on the read-only mappings of `deno` or of the built binary; Linux
    * 5.4+, with the FFI permission and reading `/proc/self/maps` granted, as with `-A`). About
    * 30 MiB of machine code and read-only data are resident once an operator has started, much of

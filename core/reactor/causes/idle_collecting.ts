@@ -8,8 +8,8 @@
  * cycles: V8 lets its heap fill with the burst's garbage between its own major collections,
  * which made a backlog's peak grow with its size (docs/performance.md, round 8).
  *
- * The executable's resident pages (`settings.process.pageOutDelay`): given back once start-up
- * is over, again after each idle collection, and while cycles run every
+ * The executable's resident pages (`settings.process.pageOutDelay`): given back as the operator
+ * starts and once start-up is over, again after each idle collection, and while cycles run every
  * `settings.process.burstPageOutCycles` cycles (see `pageOutExecutable` in core/util/memory.ts).
  * @module
  */
@@ -117,10 +117,16 @@ export class IdleCollector {
     await Promise.all([this.#pageOutAfterStart(signal), this.#collectAfterBursts(signal)]);
   }
 
-  /** Once start-up is over, the pages only start-up used go back (`process.pageOutDelay`). */
+  /**
+   * The pages only start-up used go back: at once (the modules are loaded) and once start-up is
+   * over (`process.pageOutDelay`: the kubeconfig, discovery, the first requests).
+   */
   async #pageOutAfterStart(signal: AbortSignal): Promise<void> {
     const delay = this.#scope.settings.process.pageOutDelay;
     if (delay === null) return;
+    // The runtime's own start (its snapshot, relocations) and the module graph's loading are
+    // over: their pages go at once, before a backlog's first cycles add their own.
+    this.#pagedOut("the modules loaded");
     try {
       await sleep(delay * 1000, signal);
     } catch {
