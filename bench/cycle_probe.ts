@@ -9,8 +9,8 @@
  *
  * `--queue`: the cycles run through the stream's per-object queue (one worker per object, as
  * a listing's objects are), each over its own copy of the handled object. `--quiet`: no cycle, only
- * the stream's check that a listed object needs none (`needsNoCycle`), as a restart runs it for
- * every object handled before.
+ * the stream's check that an object needs none (`needsNoCycle`), as a restart runs it for every
+ * object handled before (and the watch for each echo of an idled-out object).
  * @module
  */
 import { parseArgs } from "node:util";

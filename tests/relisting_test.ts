@@ -2,7 +2,8 @@
  * A restart over handled objects on the real control plane: the listing reports every object,
  * and only those whose cycle has something to do reach the queue — the objects handled before
  * and unchanged since get no worker, no cycle and no write (`needsNoCycle` in
- * core/reactor/causes/processing.ts). Counted with the operator's own metrics.
+ * core/reactor/causes/processing.ts); so does a watched change that concerns no handler once the
+ * object's worker idled out. Counted with the operator's own metrics.
  */
 
 import assert from "node:assert/strict";

@@ -77,10 +77,11 @@ const SILENT = new SilentLogger();
  * restart for each object handled before and unchanged since (in Kopf, a cycle each, a resume
  * that runs nothing), and so is the watch's echo of the operator's own write once the object's
  * worker has idled out (after a backlog, thousands of them: the watch that follows a held
- * listing replays every write made meanwhile). This tells it by running the cycle's own synchronous phases (3–7, up to the
- * choice of handlers) on a scratch memory, silently; whatever they would write or run sends the
- * object to the queue as usual, where its cycle runs from the start. The object's memory is not
- * kept — as the queue forgets the memory of an idle object that holds nothing.
+ * listing replays every write made meanwhile). This tells it by running the cycle's own
+ * synchronous phases (3–7, up to the choice of handlers) on a scratch memory, silently; whatever
+ * they would write or run sends the object to the queue as usual, where its cycle runs from the
+ * start. The object's memory is not kept — as the queue forgets the memory of an idle object
+ * that holds nothing.
  *
  * A cycle does not depend on the event's type but for a deletion (which always goes to the
  * queue), so one answer serves a listed object and a watch event alike. Only for streams whose
@@ -89,7 +90,7 @@ const SILENT = new SilentLogger();
  * (spawned for every object), or callback filters (user code, which would then run once more
  * for objects that go on to the queue).
  * @param deps The stream's scope.
- * @returns The predicate, or `undefined` when every listed object must go to the queue.
+ * @returns The predicate, or `undefined` when every object event must go to the queue.
  */
 export function needsNoCycle(deps: ResourceScope): ((body: KubeObject) => boolean) | undefined {
   if (deps.watching.length || deps.spawning.length) return undefined;
