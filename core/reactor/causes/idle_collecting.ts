@@ -58,6 +58,8 @@ export class IdleCollector {
   #pagedOutAt = -Infinity;
   /** The clock (`performance.now()`; a test's own). */
   #now: () => number;
+  /** Whether objects wait for their cycles now (a backlog): page-outs within a burst only then. */
+  #behind: () => boolean;
   /** One full garbage collection. */
   #collect: () => unknown;
   /** Gives the executable's resident pages back: the bytes advised, or null when not possible. */
@@ -70,6 +72,8 @@ export class IdleCollector {
    * @param collect One full garbage collection within a burst. @default collectGarbage
    * @param pageOut Gives the executable's resident pages back. @default pageOutExecutable
    * @param now The clock for the spacing of page-outs while cycles run. @default performance.now
+   * @param behind Whether objects wait for their cycles now (a listing's backlog, events waiting
+   *   for their workers): page-outs within a burst happen only then. @default always
    */
   constructor(
     scope: IdleScope,
@@ -77,19 +81,21 @@ export class IdleCollector {
     collect: () => unknown = () => collectGarbage("major"),
     pageOut: () => number | null = pageOutExecutable,
     now: () => number = () => performance.now(),
+    behind: () => boolean = () => true,
   ) {
     this.#scope = scope;
     this.#busy = busy;
     this.#collect = collect;
     this.#pageOut = pageOut;
     this.#now = now;
+    this.#behind = behind;
   }
 
   /**
    * Notes that a processing cycle begins: the burst goes on. Every `process.burstGcCycles`
    * cycles, one full garbage collection (a pause of a few milliseconds); every
-   * `process.burstPageOutCycles` cycles, where the page-out is on, the executable's pages go
-   * back, but not within 2 s of the last page-out.
+   * `process.burstPageOutCycles` cycles, where the page-out is on and objects wait for their
+   * cycles (a backlog), the executable's pages go back, but not within 2 s of the last page-out.
    */
   cycle(): void {
     this.#cycles++;
@@ -103,7 +109,11 @@ export class IdleCollector {
       burstPageOutCycles && pageOutDelay !== null && ++this.#sincePagedOut >= burstPageOutCycles &&
       this.#now() - this.#pagedOutAt >= BURST_PAGE_OUT_SPACING_MS
     ) {
-      this.#pagedOut(`${this.#sincePagedOut} cycles`);
+      // Only while objects wait anyway (a backlog): the code read back in after a page-out
+      // stalls the next cycles for tens of milliseconds, which a steady load would see in its
+      // latencies every few seconds. Not behind: counted anew, checked again that much later.
+      if (this.#behind()) this.#pagedOut(`${this.#sincePagedOut} cycles`);
+      else this.#sincePagedOut = 0;
     }
   }
 

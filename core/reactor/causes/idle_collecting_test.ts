@@ -165,6 +165,40 @@ Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOut
   assert.equal(createSettings().process.burstPageOutCycles, 500);
 });
 
+Deno.test("IdleCollector: within a burst, the pages go back only while objects wait (a backlog), not in a steady load", () => {
+  const logger = new Logger(["kopf", "test"], { listeners: [] });
+  const client = { http: { closeIdle: () => 0 } };
+  const pagedOutAt: number[] = [];
+  let clock = 10_000;
+  let behind = false;
+  const settings = createSettings({
+    process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
+  });
+  const collector = new IdleCollector(
+    { client, logger, settings },
+    () => true,
+    () => {},
+    () => (pagedOutAt.push(clock), 2 ** 20),
+    () => clock,
+    () => behind,
+  );
+  const cycles = (n: number) => {
+    for (let i = 0; i < n; i++) clock += 1000, collector.cycle();
+  };
+  cycles(9); // a steady load: nothing waits
+  assert.deepEqual(pagedOutAt, []);
+  behind = true; // a backlog: counted anew since the last check (after the 9th cycle)
+  cycles(2);
+  assert.deepEqual(pagedOutAt, []);
+  cycles(1);
+  assert.deepEqual(pagedOutAt, [22_000]);
+  cycles(3);
+  assert.deepEqual(pagedOutAt, [22_000, 25_000]);
+  behind = false;
+  cycles(6);
+  assert.equal(pagedOutAt.length, 2);
+});
+
 Deno.test("IdleCollector: no page-out when pageOutDelay is null (the default), nor where it is not possible", async () => {
   for (const [pageOutDelay, possible] of [[null, true], [0.05, false]] as const) {
     const controller = new AbortController();

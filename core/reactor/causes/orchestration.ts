@@ -120,7 +120,14 @@ export class Orchestrator {
     this.#scope = scope;
     this.#callbacks = callbacks;
     this.#resolver = new ResourceResolver(scope);
-    this.#idle = new IdleCollector(scope, () => this.stats().workers > 0);
+    this.#idle = new IdleCollector(
+      scope,
+      () => this.stats().workers > 0,
+      undefined,
+      undefined,
+      undefined,
+      () => this.#behind(),
+    );
     const readiness = scope.readiness;
     this.#books = {
       opened: (key, queue, resource) => void this.#queues.set(key, { queue, resource }),
@@ -193,6 +200,14 @@ export class Orchestrator {
    */
   running(): string[] {
     return [...this.#running];
+  }
+
+  /** Whether objects wait for their cycles: a listing's backlog, or events for their workers. */
+  #behind(): boolean {
+    for (const { queue } of this.#queues.values()) {
+      if (queue.unbegun > 0 || queue.waiting > 0) return true;
+    }
+    return false;
   }
 
   /**
