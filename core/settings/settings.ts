@@ -77,9 +77,11 @@ export interface ProcessSettings {
    */
   pageOutDelay: number | null;
   /**
-   * While the operator processes (a backlog, a create burst, a steady load), the executable's
-   * pages are also given back after every this many processing cycles, but not within 2 s of the
-   * last page-out — only where the page-out is on (`pageOutDelay` not null). A burst reads back
+   * While objects wait for their cycles (a listing's backlog, events waiting for their
+   * workers), the executable's pages are also given back after every this many processing
+   * cycles, but not within 2 s of the last page-out — only where the page-out is on
+   * (`pageOutDelay` not null). Not in a steady load that keeps up: the code read back in after a
+   * page-out stalled its next objects by 60–100 ms (round 19). A burst reads back
    * in the code it runs (5–8 MiB); code it ran once (start-up's relisting, V8's optimising
    * compiler at the burst's start) otherwise stays resident until the next idle collection: a
    * 5,000-object backlog peaked 9–10 MiB lower with it. Each page-out costs the operator 5–20 ms
