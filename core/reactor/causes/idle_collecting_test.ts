@@ -123,7 +123,11 @@ Deno.test("IdleCollector: the executable's pages go back as it starts, once star
   await running;
 });
 
-Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, 2 s apart at least, only where the page-out is on", () => {
+/**
+ * A collector fed cycles on a test clock (from 10 s), a page-out every 3 cycles where allowed:
+ * the times of its page-outs, its log, its settings; `behind` tells whether objects wait.
+ */
+function burstHarness(behind?: () => boolean) {
   const logs: LogEntry[] = [];
   const logger = new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] });
   const client = { http: { closeIdle: () => 0 } };
@@ -138,10 +142,16 @@ Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOut
     () => {},
     () => (pagedOutAt.push(clock), 2 ** 20),
     () => clock,
+    behind,
   );
   const cycles = (n: number, ms = 1000) => {
     for (let i = 0; i < n; i++) clock += ms, collector.cycle();
   };
+  return { logs, pagedOutAt, settings, cycles };
+}
+
+Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, 2 s apart at least, only where the page-out is on", () => {
+  const { logs, pagedOutAt, settings, cycles } = burstHarness();
   cycles(6);
   assert.deepEqual(pagedOutAt, [13_000, 16_000]); // after the 3rd and the 6th cycle
   // A flood of quick cycles: not within 2 s of the last page-out.
@@ -166,25 +176,8 @@ Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOut
 });
 
 Deno.test("IdleCollector: within a burst, the pages go back only while objects wait (a backlog), not in a steady load", () => {
-  const logger = new Logger(["kopf", "test"], { listeners: [] });
-  const client = { http: { closeIdle: () => 0 } };
-  const pagedOutAt: number[] = [];
-  let clock = 10_000;
   let behind = false;
-  const settings = createSettings({
-    process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
-  });
-  const collector = new IdleCollector(
-    { client, logger, settings },
-    () => true,
-    () => {},
-    () => (pagedOutAt.push(clock), 2 ** 20),
-    () => clock,
-    () => behind,
-  );
-  const cycles = (n: number) => {
-    for (let i = 0; i < n; i++) clock += 1000, collector.cycle();
-  };
+  const { pagedOutAt, cycles } = burstHarness(() => behind);
   cycles(9); // a steady load: nothing waits
   assert.deepEqual(pagedOutAt, []);
   behind = true; // a backlog: counted anew since the last check (after the 9th cycle)
