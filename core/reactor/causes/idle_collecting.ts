@@ -39,6 +39,23 @@ export type IdleScope =
   & Pick<OperatorScope, "settings" | "logger">
   & { readonly client: { readonly http: Pick<HttpClient, "closeIdle"> } };
 
+/** What the idle collector asks of the orchestrator, and what tests replace. */
+export interface IdleHooks {
+  /** Whether a worker runs now: no collection in the middle of a cycle. */
+  readonly busy: () => boolean;
+  /**
+   * Whether objects wait for their cycles now (a listing's backlog, events waiting for their
+   * workers): page-outs within a burst happen only then. @default always
+   */
+  readonly behind?: () => boolean;
+  /** One full garbage collection within a burst. @default collectGarbage("major") */
+  readonly collect?: () => unknown;
+  /** Gives the executable's resident pages back. @default pageOutExecutable */
+  readonly pageOut?: () => number | null;
+  /** The clock for the spacing of page-outs while cycles run. @default performance.now */
+  readonly now?: () => number;
+}
+
 /**
  * Collects garbage once after each burst of processing cycles, when the operator idles. The
  * orchestrator runs it as one of its parts (`the idle collector`, in its stop group `idle`).
@@ -68,27 +85,16 @@ export class IdleCollector {
   /**
    * A collector that runs once `run()` is called.
    * @param scope The operator's parts it uses.
-   * @param busy Whether a worker runs now: no collection in the middle of a cycle.
-   * @param collect One full garbage collection within a burst. @default collectGarbage
-   * @param pageOut Gives the executable's resident pages back. @default pageOutExecutable
-   * @param now The clock for the spacing of page-outs while cycles run. @default performance.now
-   * @param behind Whether objects wait for their cycles now (a listing's backlog, events waiting
-   *   for their workers): page-outs within a burst happen only then. @default always
+   * @param hooks What it asks and calls: whether a worker runs (`busy`), whether objects wait
+   *   (`behind`), and the collection, page-out and clock that tests replace.
    */
-  constructor(
-    scope: IdleScope,
-    busy: () => boolean,
-    collect: () => unknown = () => collectGarbage("major"),
-    pageOut: () => number | null = pageOutExecutable,
-    now: () => number = () => performance.now(),
-    behind: () => boolean = () => true,
-  ) {
+  constructor(scope: IdleScope, hooks: IdleHooks) {
     this.#scope = scope;
-    this.#busy = busy;
-    this.#collect = collect;
-    this.#pageOut = pageOut;
-    this.#now = now;
-    this.#behind = behind;
+    this.#busy = hooks.busy;
+    this.#collect = hooks.collect ?? (() => collectGarbage("major"));
+    this.#pageOut = hooks.pageOut ?? pageOutExecutable;
+    this.#now = hooks.now ?? (() => performance.now());
+    this.#behind = hooks.behind ?? (() => true);
   }
 
   /**

@@ -16,7 +16,7 @@ function harness() {
     client: { http: { closeIdle: (keep = 0) => (closes.push(keep), 3) } },
     settings: createSettings({ process: { idleGcDelay: 0.1 } }),
     logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
-  }, () => state.busy);
+  }, { busy: () => state.busy });
   const collections = () => logs.filter((e) => COLLECTED.test(e.message));
   return { collector, controller, logs, closes, state, collections };
 }
@@ -61,14 +61,16 @@ Deno.test("IdleCollector: within a burst, one collection every burstGcCycles cyc
   let collected = 0;
   const every3 = new IdleCollector(
     { client, logger, settings: createSettings({ process: { burstGcCycles: 3 } }) },
-    () => true,
-    () => collected++,
+    { busy: () => true, collect: () => collected++ },
   );
   for (let i = 0; i < 8; i++) every3.cycle();
   assert.equal(collected, 2); // after the 3rd and the 6th cycle
 
   const settings = createSettings({ process: { burstGcCycles: null } });
-  const never = new IdleCollector({ client, logger, settings }, () => true, () => collected++);
+  const never = new IdleCollector({ client, logger, settings }, {
+    busy: () => true,
+    collect: () => collected++,
+  });
   for (let i = 0; i < 10_000; i++) never.cycle();
   assert.equal(collected, 2);
   // Read anew: turned on later, it counts from then.
@@ -89,9 +91,11 @@ Deno.test("IdleCollector: the executable's pages go back as it starts, once star
       settings,
       logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
     },
-    () => false,
-    () => {},
-    () => (pagedOut.push(performance.now() - t0), 30 * 2 ** 20),
+    {
+      busy: () => false,
+      collect: () => {},
+      pageOut: () => (pagedOut.push(performance.now() - t0), 30 * 2 ** 20),
+    },
   );
   const running = collector.run(controller.signal);
   assert.equal(pagedOut.length, 1, "paged out as it starts");
@@ -136,14 +140,13 @@ function burstHarness(behind?: () => boolean) {
   const settings = createSettings({
     process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
   });
-  const collector = new IdleCollector(
-    { client, logger, settings },
-    () => true,
-    () => {},
-    () => (pagedOutAt.push(clock), 2 ** 20),
-    () => clock,
+  const collector = new IdleCollector({ client, logger, settings }, {
+    busy: () => true,
+    collect: () => {},
+    pageOut: () => (pagedOutAt.push(clock), 2 ** 20),
+    now: () => clock,
     behind,
-  );
+  });
   const cycles = (n: number, ms = 1000) => {
     for (let i = 0; i < n; i++) clock += ms, collector.cycle();
   };
@@ -203,9 +206,7 @@ Deno.test("IdleCollector: no page-out when pageOutDelay is null (the default), n
         settings: createSettings({ process: { idleGcDelay: null, pageOutDelay } }),
         logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
       },
-      () => false,
-      () => {},
-      () => (calls++, possible ? 1 : null),
+      { busy: () => false, collect: () => {}, pageOut: () => (calls++, possible ? 1 : null) },
     );
     // With neither collection nor page-out to wait for, run() ends by itself.
     await collector.run(controller.signal);

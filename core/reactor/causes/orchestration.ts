@@ -120,14 +120,10 @@ export class Orchestrator {
     this.#scope = scope;
     this.#callbacks = callbacks;
     this.#resolver = new ResourceResolver(scope);
-    this.#idle = new IdleCollector(
-      scope,
-      () => this.stats().workers > 0,
-      undefined,
-      undefined,
-      undefined,
-      () => this.#behind(),
-    );
+    this.#idle = new IdleCollector(scope, {
+      busy: () => this.stats().workers > 0,
+      behind: () => this.#behind(),
+    });
     const readiness = scope.readiness;
     this.#books = {
       opened: (key, queue, resource) => void this.#queues.set(key, { queue, resource }),
