@@ -71,7 +71,9 @@ export interface ProcessSettings {
    * 5.4+, with the FFI permission and reading `/proc/self/maps` granted, as with `-A`). About
    * 30 MiB of machine code and read-only data are resident once an operator has started, much of
    * it used by start-up only; what is used again is read in again. Pages that another process
-   * maps too (the same executable run twice) stay. `kopf run`, whose process is the operator's,
+   * maps too (the same executable run twice) stay. With each page-out (here and within a burst,
+   * `burstPageOutCycles`) the C allocator's free pages go back too (`malloc_trim(0)`, glibc
+   * only): V8's background threads leave their arenas mostly free (round 21). `kopf run`, whose process is the operator's,
    * sets 0.5; an operator embedded in another program leaves the program's executable alone
    * unless it sets this. Not in Kopf. null: never. @default null
    */

@@ -16,7 +16,12 @@
 
 import type { HttpClient } from "../../client/http.ts";
 import { sleep } from "../../util/backoff.ts";
-import { collectGarbage, pageOutExecutable, releaseMemory } from "../../util/memory.ts";
+import {
+  collectGarbage,
+  pageOutExecutable,
+  releaseMemory,
+  trimAllocator,
+} from "../../util/memory.ts";
 import type { OperatorScope } from "../scope/scope.ts";
 
 /** Kept-alive connections left open when a burst is over (Events, leases and the next cycles). */
@@ -52,6 +57,11 @@ export interface IdleHooks {
   readonly collect?: () => unknown;
   /** Gives the executable's resident pages back. @default pageOutExecutable */
   readonly pageOut?: () => number | null;
+  /**
+   * Gives the C allocator's free pages back, with each page-out at start-up and within a burst
+   * (after an idle collection, `releaseMemory` has trimmed already). @default trimAllocator
+   */
+  readonly trim?: () => boolean;
   /** The clock for the spacing of page-outs while cycles run. @default performance.now */
   readonly now?: () => number;
 }
@@ -81,6 +91,8 @@ export class IdleCollector {
   #collect: () => unknown;
   /** Gives the executable's resident pages back: the bytes advised, or null when not possible. */
   #pageOut: () => number | null;
+  /** Gives the C allocator's free pages back: false when not possible. */
+  #trim: () => boolean;
 
   /**
    * A collector that runs once `run()` is called.
@@ -93,6 +105,7 @@ export class IdleCollector {
     this.#busy = hooks.busy;
     this.#collect = hooks.collect ?? (() => collectGarbage("major"));
     this.#pageOut = hooks.pageOut ?? pageOutExecutable;
+    this.#trim = hooks.trim ?? trimAllocator;
     this.#now = hooks.now ?? (() => performance.now());
     this.#behind = hooks.behind ?? (() => true);
   }
@@ -151,14 +164,19 @@ export class IdleCollector {
     if (this.#scope.settings.process.pageOutDelay !== null) this.#pagedOut("start-up");
   }
 
-  /** Gives the executable's pages back, with a DEBUG line; nothing where not possible. */
-  #pagedOut(after: string): void {
+  /**
+   * Gives the executable's pages back and, unless just done (`trim` false), the C allocator's
+   * free pages, with a DEBUG line; nothing where not possible.
+   */
+  #pagedOut(after: string, trim = true): void {
     this.#sincePagedOut = 0;
     this.#pagedOutAt = this.#now();
     const advised = this.#pageOut();
+    const trimmed = trim && this.#trim();
     if (advised === null) return;
     this.#scope.logger.debug(
-      `Paged out the executable after ${after} (${(advised / 2 ** 20).toFixed(0)} MiB advised)`,
+      `Paged out the executable after ${after} (${(advised / 2 ** 20).toFixed(0)} MiB advised` +
+        `${trimmed ? ", allocator trimmed" : ""})`,
     );
   }
 
@@ -186,7 +204,7 @@ export class IdleCollector {
       const closed = this.#scope.client.http.closeIdle(IDLE_CONNECTIONS_KEPT);
       const { collected, trimmed } = await releaseMemory();
       if (!collected && !trimmed) return; // the runtime offers no way: never try again
-      if (settings.process.pageOutDelay !== null) this.#pagedOut(`${cycles} cycles`);
+      if (settings.process.pageOutDelay !== null) this.#pagedOut(`${cycles} cycles`, false);
       const ms = (performance.now() - t0).toFixed(0);
       logger.debug(
         `Collected garbage after ${cycles} cycles and ${delayMs / 1000}s idle ` +

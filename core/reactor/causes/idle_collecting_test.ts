@@ -83,6 +83,7 @@ Deno.test("IdleCollector: the executable's pages go back as it starts, once star
   const controller = new AbortController();
   const logs: LogEntry[] = [];
   const pagedOut: number[] = [];
+  let trims = 0;
   const t0 = performance.now();
   const settings = createSettings({ process: { idleGcDelay: 0.1, pageOutDelay: 0.2 } });
   const collector = new IdleCollector(
@@ -95,20 +96,26 @@ Deno.test("IdleCollector: the executable's pages go back as it starts, once star
       busy: () => false,
       collect: () => {},
       pageOut: () => (pagedOut.push(performance.now() - t0), 30 * 2 ** 20),
+      trim: () => (trims++, true),
     },
   );
   const running = collector.run(controller.signal);
   assert.equal(pagedOut.length, 1, "paged out as it starts");
   assert.ok(
     logs.some((e) =>
-      e.message === "Paged out the executable after the modules loaded (30 MiB advised)"
+      e.message ===
+        "Paged out the executable after the modules loaded (30 MiB advised, allocator trimmed)"
     ),
   );
+  assert.equal(trims, 1, "the allocator trimmed with it");
   await until(() => pagedOut.length === 2, "the page-out after start-up");
   assert.ok(pagedOut[1]! >= 190, `paged out after ${pagedOut[1]} ms`);
   assert.ok(
-    logs.some((e) => e.message === "Paged out the executable after start-up (30 MiB advised)"),
+    logs.some((e) =>
+      e.message === "Paged out the executable after start-up (30 MiB advised, allocator trimmed)"
+    ),
   );
+  assert.equal(trims, 2);
   await sleep(300); // idle with nothing processed: no other
   assert.equal(pagedOut.length, 2);
   collector.cycle();
@@ -116,6 +123,7 @@ Deno.test("IdleCollector: the executable's pages go back as it starts, once star
   assert.ok(
     logs.some((e) => e.message === "Paged out the executable after 1 cycles (30 MiB advised)"),
   );
+  assert.equal(trims, 2, "not again after the collection: releaseMemory trimmed");
   settings.process.pageOutDelay = null; // read anew: the next collection pages nothing out
   collector.cycle();
   await until(
@@ -136,6 +144,7 @@ function burstHarness(behind?: () => boolean) {
   const logger = new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] });
   const client = { http: { closeIdle: () => 0 } };
   const pagedOutAt: number[] = [];
+  const trimmedAt: number[] = [];
   let clock = 10_000;
   const settings = createSettings({
     process: { burstGcCycles: null, pageOutDelay: 0.5, burstPageOutCycles: 3 },
@@ -144,27 +153,35 @@ function burstHarness(behind?: () => boolean) {
     busy: () => true,
     collect: () => {},
     pageOut: () => (pagedOutAt.push(clock), 2 ** 20),
+    trim: () => (trimmedAt.push(clock), true),
     now: () => clock,
     behind,
   });
   const cycles = (n: number, ms = 1000) => {
     for (let i = 0; i < n; i++) clock += ms, collector.cycle();
   };
-  return { logs, pagedOutAt, settings, cycles };
+  return { logs, pagedOutAt, trimmedAt, settings, cycles };
 }
 
 Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOutCycles cycles, 2 s apart at least, only where the page-out is on", () => {
-  const { logs, pagedOutAt, settings, cycles } = burstHarness();
+  const { logs, pagedOutAt, trimmedAt, settings, cycles } = burstHarness();
   cycles(6);
   assert.deepEqual(pagedOutAt, [13_000, 16_000]); // after the 3rd and the 6th cycle
+  assert.deepEqual(trimmedAt, pagedOutAt, "the allocator trimmed with each page-out");
   // A flood of quick cycles: not within 2 s of the last page-out.
   cycles(150, 10); // 1.5 s
   assert.equal(pagedOutAt.length, 2);
   cycles(50, 10);
   assert.deepEqual(pagedOutAt.slice(2), [18_000]);
   const messages = logs.map((e) => e.message);
-  assert.ok(messages.includes("Paged out the executable after 3 cycles (1 MiB advised)"));
-  assert.ok(messages.includes("Paged out the executable after 200 cycles (1 MiB advised)"));
+  assert.ok(
+    messages.includes("Paged out the executable after 3 cycles (1 MiB advised, allocator trimmed)"),
+  );
+  assert.ok(
+    messages.includes(
+      "Paged out the executable after 200 cycles (1 MiB advised, allocator trimmed)",
+    ),
+  );
   // Read anew: the page-out off (pageOutDelay null) stops it, and so does null here.
   settings.process.pageOutDelay = null;
   cycles(10);
@@ -175,6 +192,7 @@ Deno.test("IdleCollector: while cycles run, the pages go back every burstPageOut
   settings.process.burstPageOutCycles = 2;
   cycles(2);
   assert.equal(pagedOutAt.length, 4);
+  assert.deepEqual(trimmedAt, pagedOutAt);
   assert.equal(createSettings().process.burstPageOutCycles, 500);
 });
 
@@ -199,18 +217,24 @@ Deno.test("IdleCollector: no page-out when pageOutDelay is null (the default), n
   for (const [pageOutDelay, possible] of [[null, true], [0.05, false]] as const) {
     const controller = new AbortController();
     const logs: LogEntry[] = [];
-    let calls = 0;
+    let calls = 0, trims = 0;
     const collector = new IdleCollector(
       {
         client: { http: { closeIdle: () => 0 } },
         settings: createSettings({ process: { idleGcDelay: null, pageOutDelay } }),
         logger: new Logger(["kopf", "test"], { listeners: [(entry) => logs.push(entry)] }),
       },
-      { busy: () => false, collect: () => {}, pageOut: () => (calls++, possible ? 1 : null) },
+      {
+        busy: () => false,
+        collect: () => {},
+        pageOut: () => (calls++, possible ? 1 : null),
+        trim: () => (trims++, false),
+      },
     );
     // With neither collection nor page-out to wait for, run() ends by itself.
     await collector.run(controller.signal);
     assert.equal(calls, pageOutDelay === null ? 0 : 2); // as it starts, and after the delay
+    assert.equal(trims, calls, "the allocator trimmed only with a page-out");
     assert.deepEqual(logs.filter((e) => e.message.startsWith("Paged out")), []);
   }
   assert.equal(createSettings().process.pageOutDelay, null);
