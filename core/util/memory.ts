@@ -186,11 +186,10 @@ export async function collectGarbage(kind: Collection = "reduce"): Promise<boole
 export async function releaseMemory(): Promise<{ collected: boolean; trimmed: boolean }> {
   const collected = await collectGarbage("reduce");
   if (libc === undefined) libc = openLibc(); // null too is kept: not possible here
-  const trimmer = libc?.trim ?? null;
+  if (!libc?.trim) return { collected, trimmed: false };
   // What the collection released is dropped on the native side a moment later: a closed TLS
   // connection's buffers (~100 KiB each) only when the event loop next runs. Trimming at once
   // kept 6 MiB of a 10,000-object burst resident (bench/rss_probe.ts, tests/idle_gc_test.ts).
-  if (trimmer) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-  trimmer?.();
-  return { collected, trimmed: trimmer !== null };
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  return { collected, trimmed: trimAllocator() };
 }

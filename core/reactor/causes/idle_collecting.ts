@@ -98,7 +98,7 @@ export class IdleCollector {
    * A collector that runs once `run()` is called.
    * @param scope The operator's parts it uses.
    * @param hooks What it asks and calls: whether a worker runs (`busy`), whether objects wait
-   *   (`behind`), and the collection, page-out and clock that tests replace.
+   *   (`behind`), and the collection, page-out, trim and clock that tests replace.
    */
   constructor(scope: IdleScope, hooks: IdleHooks) {
     this.#scope = scope;
